@@ -1,0 +1,31 @@
+#pragma once
+// The environment-variable contract between the supervisor and its workers. This header is the
+// only place that spells these names; everything else refers to the constants.
+#include <string_view>
+
+namespace ddp::env {
+
+// --- torchrun's worker contract (read by init_process_group(init_method="env://")) ---
+inline constexpr std::string_view kMasterAddr = "MASTER_ADDR";  // host of the rendezvous store
+inline constexpr std::string_view kMasterPort = "MASTER_PORT";  // port of the rendezvous store
+inline constexpr std::string_view kRank = "RANK";               // global rank, 0..WORLD_SIZE-1
+inline constexpr std::string_view kWorldSize = "WORLD_SIZE";    // number of ranks in the job
+inline constexpr std::string_view kLocalRank = "LOCAL_RANK";    // rank on this node
+inline constexpr std::string_view kLocalWorldSize = "LOCAL_WORLD_SIZE";
+inline constexpr std::string_view kGroupRank = "GROUP_RANK";  // node rank
+inline constexpr std::string_view kGroupWorldSize = "GROUP_WORLD_SIZE";
+inline constexpr std::string_view kRoleRank = "ROLE_RANK";
+inline constexpr std::string_view kRoleWorldSize = "ROLE_WORLD_SIZE";
+inline constexpr std::string_view kRoleName = "ROLE_NAME";
+// Restart attempt number; torch 1.13 prefixes store keys with /worker/attempt_<n> from it.
+inline constexpr std::string_view kRestartCount = "TORCHELASTIC_RESTART_COUNT";
+inline constexpr std::string_view kMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";
+inline constexpr std::string_view kRunId = "TORCHELASTIC_RUN_ID";
+// Exactly "True" makes workers use the agent's store as a plain client.
+inline constexpr std::string_view kUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
+inline constexpr std::string_view kErrorFile = "TORCHELASTIC_ERROR_FILE";
+
+// --- ours ---
+inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|info|warn|error
+
+}  // namespace ddp::env

@@ -1,0 +1,13 @@
+#pragma once
+// Logging is spdlog, configured once per process here; everything else just calls spdlog::info(...).
+#include <spdlog/spdlog.h>
+
+#include <string_view>
+
+namespace ddp {
+
+// Sets up the default logger: stderr, "[time] [level] message", level from `level` if non-empty,
+// otherwise from $DDP_LOG_LEVEL, otherwise "info". Safe to call more than once.
+void init_logging(std::string_view level = {});
+
+}  // namespace ddp

@@ -1,0 +1,132 @@
+#include "common/proc.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+namespace fs = std::filesystem;
+
+namespace ddp::proc {
+namespace {
+
+bool parse_pid(const std::string& name, pid_t& out) {
+  if (name.empty()) return false;
+  auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), out);
+  return ec == std::errc() && p == name.data() + name.size();
+}
+
+// Calls fn(pid, link_target) for every fd of every visible process.
+template <typename Fn>
+void for_each_fd(Fn&& fn) {
+  std::error_code ec;
+  for (const auto& proc_entry : fs::directory_iterator("/proc", ec)) {
+    pid_t pid = 0;
+    if (!parse_pid(proc_entry.path().filename().string(), pid)) continue;
+    std::error_code fd_ec;
+    for (const auto& fd : fs::directory_iterator(proc_entry.path() / "fd", fd_ec)) {
+      std::error_code link_ec;
+      auto target = fs::read_symlink(fd.path(), link_ec);
+      if (!link_ec) fn(pid, target.string());
+    }
+  }
+}
+
+// Socket inodes in LISTEN state (st == 0A) bound to `port`, from /proc/net/tcp{,6}.
+std::set<std::string> listening_inodes(std::uint16_t port) {
+  std::set<std::string> inodes;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string sl, local, remote, st, queues, tr, retrnsmt, uid, timeout, inode;
+      fields >> sl >> local >> remote >> st >> queues >> tr >> retrnsmt >> uid >> timeout >> inode;
+      if (st != "0A") continue;
+      auto colon = local.rfind(':');
+      if (colon == std::string::npos) continue;
+      unsigned value = 0;
+      auto hex = local.substr(colon + 1);
+      auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
+      if (ec == std::errc() && value == port) inodes.insert(inode);
+    }
+  }
+  return inodes;
+}
+
+}  // namespace
+
+std::string cmdline(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+  for (char& c : raw) {
+    if (c == '\0') c = ' ';
+  }
+  return raw;
+}
+
+std::vector<ProcessInfo> listeners_on_port(std::uint16_t port) {
+  auto inodes = listening_inodes(port);
+  std::vector<ProcessInfo> found;
+  if (inodes.empty()) return found;
+  std::set<pid_t> seen;
+  for_each_fd([&](pid_t pid, const std::string& target) {
+    // target looks like "socket:[12345]"
+    if (target.rfind("socket:[", 0) != 0) return;
+    auto inode = target.substr(8, target.size() - 9);
+    if (inodes.count(inode) && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
+  });
+  if (found.empty()) found.push_back({0, ""});
+  return found;
+}
+
+std::vector<ProcessInfo> processes_with_open(const fs::path& path) {
+  std::error_code ec;
+  auto wanted = fs::weakly_canonical(path, ec).string();
+  if (ec) wanted = path.string();
+  std::vector<ProcessInfo> found;
+  std::set<pid_t> seen;
+  for_each_fd([&](pid_t pid, const std::string& target) {
+    if (target == wanted && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
+  });
+  return found;
+}
+
+std::string describe(const std::vector<ProcessInfo>& procs) {
+  if (procs.empty()) return "an unknown process";
+  std::string out;
+  for (const auto& p : procs) {
+    if (!out.empty()) out += ", ";
+    if (p.pid == 0) {
+      out += "a process this user cannot see";
+    } else {
+      out += fmt::format("pid {} ({})", p.pid, p.cmdline.empty() ? "?" : p.cmdline);
+    }
+  }
+  return out;
+}
+
+}  // namespace ddp::proc
+
+#include <sys/resource.h>
+
+namespace ddp::proc {
+
+std::uint64_t raise_open_file_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return static_cast<std::uint64_t>(lim.rlim_cur);
+}
+
+}  // namespace ddp::proc

@@ -1,0 +1,19 @@
+#pragma once
+// Each subcommand of `ddp-launch` registers itself on the CLI11 app and returns the function
+// that runs it once the command line has been parsed.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace ddp::cli {
+
+using Runner = std::function<int()>;
+
+struct Command {
+  CLI::App* sub = nullptr;
+  Runner run;
+};
+
+Command add_store_command(CLI::App& app);
+
+}  // namespace ddp::cli

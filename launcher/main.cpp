@@ -1,0 +1,37 @@
+// ddp-launch: one binary, subcommands.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "launcher/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
+  app.require_subcommand(1);
+  std::string log_level;
+  app.add_option("--log-level", log_level, "trace, debug, info, warn or error (default: $DDP_LOG_LEVEL or info)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+
+  std::map<CLI::App*, ddp::cli::Runner> runners;
+  for (auto command : {ddp::cli::add_store_command(app)}) runners[command.sub] = std::move(command.run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  ddp::init_logging(log_level);
+  try {
+    for (auto* sub : app.get_subcommands()) return runners.at(sub)();
+  } catch (const ddp::UsageError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

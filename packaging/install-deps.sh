@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ddp-launch needs to build and test; skips what is present.
+# Idempotent: a second run with everything installed touches nothing and takes a second.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost-all-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev libcli11-dev
+  nlohmann-json3-dev libsqlite3-dev libgloo-dev
+  libtorch-dev python3-torch
+  clang libclang-rt-dev          # libFuzzer harnesses
+  iproute2 procps psmisc         # ss, ps, fuser used by tests
+  debootstrap                    # torch 2.x client chroots for the store tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists; update once, and again if an install fails on stale lists.
+if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
+  $SUDO apt-get update -q
+fi
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,345 @@
+#include "store/server.hpp"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <fstream>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/proc.hpp"
+#include "store/codec.hpp"
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace ddp::store {
+namespace {
+
+int listen_backlog() {
+  std::ifstream in("/proc/sys/net/core/somaxconn");
+  int n = 0;
+  if (in >> n && n > 0) return n;
+  return 4096;
+}
+
+// Stop reading a connection whose unsent replies pile up past this (a client that pipelines
+// requests without reading answers); reading resumes once they drain.
+constexpr std::size_t kOutputHighWater = 4u << 20;
+constexpr std::size_t kReadChunk = 64u << 10;
+
+}  // namespace
+
+class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>, public Outbox {
+ public:
+  struct Session {
+    explicit Session(tcp::socket s) : socket(std::move(s)) {}
+    tcp::socket socket;
+    ConnId id = 0;
+    bool sniffed = false;
+    Dialect dialect = Dialect::A;
+    std::string in;   // bytes received but not yet a whole request
+    std::string out;  // replies not yet written
+    bool writing = false;   // waiting for the socket to become writable
+    bool reading = false;   // a read wait is armed
+    bool dirty = false;     // in the flush list
+    bool closing = false;   // close after `out` drains
+    std::string peer;
+  };
+  using SessionPtr = std::shared_ptr<Session>;
+
+  Impl(asio::io_context& io, ServerConfig config)
+      : io_(io), config_(std::move(config)), state_(config_.limits, config_.state), acceptor_(io), retry_(io) {
+    bind_and_listen();
+  }
+
+  void bind_and_listen() {
+    tcp::resolver resolver(io_);
+    boost::system::error_code ec;
+    auto results = resolver.resolve(config_.host, std::to_string(config_.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      throw Error(fmt::format("cannot resolve store address '{}': {}. Give a host name or an IP address "
+                              "(--host 127.0.0.1 for loopback, 0.0.0.0 for every interface).",
+                              config_.host, ec ? ec.message() : "no addresses"));
+    }
+    tcp::endpoint ep = results.begin()->endpoint();
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    acceptor_.bind(ep, ec);
+    if (ec == asio::error::address_in_use) {
+      auto holders = proc::listeners_on_port(config_.port);
+      throw Error(fmt::format(
+          "cannot listen on {}:{}: the port is already in use by {}. Stop that process, or choose another "
+          "port (--port 0 picks a free one).",
+          config_.host, config_.port, proc::describe(holders)));
+    }
+    if (ec) {
+      throw Error(fmt::format("cannot listen on {}:{}: {}", config_.host, config_.port, ec.message()));
+    }
+    acceptor_.listen(listen_backlog());
+    acceptor_.non_blocking(true);
+    spdlog::debug("store listening on {}:{} (backlog {})", config_.host, port(), listen_backlog());
+  }
+
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+  void start() { arm_accept(); }
+
+  void stop() {
+    stopped_ = true;
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    retry_.cancel();
+    for (auto& [id, s] : sessions_) s->socket.close(ec);
+    sessions_.clear();
+  }
+
+  // ---- accepting ----
+  void arm_accept() {
+    if (stopped_) return;
+    acceptor_.async_wait(tcp::acceptor::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->accept_ready();
+    });
+  }
+
+  void accept_ready() {
+    // Take everything in the backlog at once; one readiness event can stand for thousands.
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket(io_);
+      acceptor_.accept(socket, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+          ec == asio::error::no_memory) {
+        // Out of file descriptors: retry shortly instead of spinning on a readable listener.
+        warn_rate_limited(fmt::format("cannot accept more connections ({}); {} open. Raise the open-file "
+                                      "limit (ulimit -n).", ec.message(), sessions_.size()));
+        retry_.expires_after(std::chrono::milliseconds(50));
+        retry_.async_wait([self = shared_from_this()](boost::system::error_code e) {
+          if (!e) self->arm_accept();
+        });
+        return;
+      }
+      if (ec) {
+        if (stopped_) return;
+        spdlog::warn("accept failed: {}", ec.message());
+        continue;
+      }
+      on_accepted(std::move(socket));
+    }
+    arm_accept();
+  }
+
+  void on_accepted(tcp::socket socket) {
+    stats_.accepted++;
+    if (sessions_.size() >= config_.limits.max_connections) {
+      stats_.refused_over_limit++;
+      warn_rate_limited(fmt::format("refusing a connection: {} connections open, the limit is {} "
+                                    "(--max-connections)", sessions_.size(), config_.limits.max_connections));
+      boost::system::error_code ec;
+      socket.close(ec);
+      return;
+    }
+    boost::system::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    socket.non_blocking(true, ec);
+    auto s = std::make_shared<Session>(std::move(socket));
+    s->id = ++next_id_;
+    sessions_.emplace(s->id, s);
+    spdlog::trace("connection {} accepted", s->id);
+    arm_read(s);
+  }
+
+  // ---- reading ----
+  void arm_read(const SessionPtr& s) {
+    if (s->reading || s->closing || stopped_) return;
+    s->reading = true;
+    s->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), s](boost::system::error_code ec) {
+      s->reading = false;
+      if (ec) return;  // closed under us
+      self->read_ready(s);
+    });
+  }
+
+  void read_ready(const SessionPtr& s) {
+    for (int round = 0; round < 16; ++round) {
+      boost::system::error_code ec;
+      std::size_t n = s->socket.read_some(asio::buffer(chunk_.data(), chunk_.size()), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
+      if (ec) {  // EOF or reset: the client is gone
+        drop(s);
+        flush_dirty();
+        return;
+      }
+      consume(s, std::string_view(chunk_.data(), n));
+      if (s->closing || n < chunk_.size()) break;
+    }
+    flush_dirty();
+    if (!s->closing && s->out.size() < kOutputHighWater) arm_read(s);
+  }
+
+  void consume(const SessionPtr& s, std::string_view data) {
+    // Parse straight from the read chunk when nothing is buffered (the common case); keep only
+    // an incomplete tail.
+    std::string_view buf = data;
+    if (!s->in.empty()) {
+      s->in.append(data);
+      buf = s->in;
+    }
+    std::size_t used = 0;
+    if (!s->sniffed) {
+      Sniff sniff = sniff_dialect(buf, config_.legacy_dialect);
+      if (!sniff.decided) {
+        if (s->in.empty()) s->in.assign(data);
+        return;
+      }
+      s->sniffed = true;
+      s->dialect = sniff.dialect;
+      if (s->dialect == Dialect::C) used = 5;  // VALIDATE consumed, no reply
+      state_.connect(s->id, s->dialect);
+      spdlog::trace("connection {} speaks dialect {}", s->id, dialect_name(s->dialect));
+    }
+    while (used < buf.size() && !s->closing) {
+      ParseResult r = parse_request(buf.substr(used), s->dialect, config_.limits, request_);
+      if (r.status == ParseStatus::NeedMore) break;
+      if (r.status == ParseStatus::Error) {
+        close(s->id, r.error);
+        break;
+      }
+      used += r.consumed;
+      stats_.requests++;
+      state_.handle(s->id, request_, *this);
+    }
+    if (s->closing) return;
+    if (buf.data() == s->in.data()) {
+      s->in.erase(0, used);
+    } else if (used < buf.size()) {
+      s->in.assign(buf.substr(used));
+    }
+  }
+
+  // ---- Outbox ----
+  void send(ConnId conn, std::string_view bytes) override {
+    auto it = sessions_.find(conn);
+    if (it == sessions_.end()) return;
+    auto& s = it->second;
+    s->out.append(bytes);
+    if (!s->dirty) {
+      s->dirty = true;
+      dirty_.push_back(s);
+    }
+  }
+
+  void close(ConnId conn, std::string_view reason) override {
+    auto it = sessions_.find(conn);
+    if (it == sessions_.end()) return;
+    auto& s = it->second;
+    if (s->closing) return;
+    stats_.closed_for_violation++;
+    spdlog::warn("closing store connection {} from {}: {}", conn, peer_of(*s), reason);
+    s->closing = true;
+    state_.disconnect(conn);
+    if (!s->dirty) {
+      s->dirty = true;
+      dirty_.push_back(s);
+    }
+  }
+
+  // ---- writing ----
+  void flush_dirty() {
+    auto list = std::move(dirty_);
+    dirty_.clear();
+    for (auto& s : list) {
+      s->dirty = false;
+      flush(s);
+    }
+  }
+
+  void flush(const SessionPtr& s) {
+    while (!s->out.empty() && !s->writing) {
+      boost::system::error_code ec;
+      std::size_t n = s->socket.write_some(asio::buffer(s->out), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        s->writing = true;
+        s->socket.async_wait(tcp::socket::wait_write, [self = shared_from_this(), s](boost::system::error_code e) {
+          s->writing = false;
+          if (e) return;
+          self->flush(s);
+          if (!s->closing && s->out.size() < kOutputHighWater) self->arm_read(s);
+        });
+        return;
+      }
+      if (ec) {
+        drop(s);
+        return;
+      }
+      s->out.erase(0, n);
+    }
+    if (s->out.empty() && s->closing) drop(s);
+  }
+
+  void drop(const SessionPtr& s) {
+    if (sessions_.erase(s->id) == 0) return;
+    state_.disconnect(s->id);
+    boost::system::error_code ec;
+    s->socket.close(ec);
+    spdlog::trace("connection {} closed", s->id);
+  }
+
+  std::string peer_of(Session& s) {
+    if (s.peer.empty()) {
+      boost::system::error_code ec;
+      auto ep = s.socket.remote_endpoint(ec);
+      s.peer = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+    }
+    return s.peer;
+  }
+
+  void warn_rate_limited(const std::string& msg) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_warning_ < std::chrono::seconds(1)) return;
+    last_warning_ = now;
+    spdlog::warn("{}", msg);
+  }
+
+  asio::io_context& io_;
+  ServerConfig config_;
+  StoreState state_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_;
+  std::unordered_map<ConnId, SessionPtr> sessions_;
+  std::vector<SessionPtr> dirty_;
+  std::vector<char> chunk_ = std::vector<char>(kReadChunk);
+  Request request_;
+  ConnId next_id_ = 0;
+  bool stopped_ = false;
+  ServerStats stats_;
+  std::chrono::steady_clock::time_point last_warning_{};
+};
+
+StoreServer::StoreServer(asio::io_context& io, ServerConfig config)
+    : impl_(std::make_shared<Impl>(io, std::move(config))) {}
+
+StoreServer::~StoreServer() { impl_->stop(); }
+
+std::uint16_t StoreServer::port() const { return impl_->port(); }
+std::string StoreServer::host() const { return impl_->config_.host; }
+void StoreServer::start() { impl_->start(); }
+void StoreServer::stop() { impl_->stop(); }
+void StoreServer::reset_state() { impl_->state_.reset(); }
+const StoreState& StoreServer::state() const { return impl_->state_; }
+
+ServerStats StoreServer::stats() const {
+  ServerStats s = impl_->stats_;
+  s.open = impl_->sessions_.size();
+  return s;
+}
+
+}  // namespace ddp::store

@@ -1,0 +1,56 @@
+#pragma once
+// StoreServer: the TCPStore-compatible server on one Boost.Asio event loop. No thread per
+// connection; each connection's bytes go through the incremental codec into StoreState.
+// The supervisor embeds it on its own io_context; `ddp-launch store` runs it standalone.
+#include <boost/asio/io_context.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "store/protocol.hpp"
+#include "store/state.hpp"
+
+namespace ddp::store {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";  // loopback unless an address is given
+  std::uint16_t port = 0;          // 0: the kernel picks a free port
+  Dialect legacy_dialect = Dialect::A;  // for connections that do not start with VALIDATE
+  Limits limits;
+  StateOptions state;
+};
+
+struct ServerStats {
+  std::uint64_t accepted = 0;
+  std::uint64_t open = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t closed_for_violation = 0;
+  std::uint64_t refused_over_limit = 0;
+};
+
+class StoreServer {
+ public:
+  // Binds and listens at once, so a busy port fails here (ddp::Error naming the holder).
+  StoreServer(boost::asio::io_context& io, ServerConfig config);
+  ~StoreServer();
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+
+  std::uint16_t port() const;
+  std::string host() const;
+
+  void start();  // starts accepting on the io_context
+  void stop();   // closes the listener and every connection
+
+  // Fresh, empty state for a new restart attempt; connections stay open.
+  void reset_state();
+  const StoreState& state() const;
+  ServerStats stats() const;
+
+ private:
+  class Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ddp::store
