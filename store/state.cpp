@@ -170,13 +170,19 @@ void StoreState::op_check(ConnId conn, Request& req, Outbox& out) {
 
 void StoreState::op_wait(ConnId conn, Request& req, Outbox& out) {
   auto& c = conns_.at(conn);
-  cancel_wait(c);  // a well-behaved client has none pending here; never leave two
+  // torch's server leaves a timed-out WAIT registered beside a new one: it answers a WAIT whose
+  // keys all exist at once and otherwise overwrites the connection's count, so the old
+  // registration can still release (or prematurely release) a later WAIT. --keep-stale-waits
+  // reproduces that for legacy clients; otherwise never leave two waits.
+  bool keep_stale = keeps_stale_waits(c);
+  if (!keep_stale) cancel_wait(c);
+  if (std::all_of(req.keys.begin(), req.keys.end(), [&](const std::string& k) { return present(k); })) {
+    put_u8(scratch_, kStopWaiting);
+    return reply(conn, out);
+  }
+  if (keep_stale) c.pending = 0;
   for (const auto& key : req.keys) {
     if (!present(key)) register_wait(conn, c, key);
-  }
-  if (c.pending == 0) {
-    put_u8(scratch_, kStopWaiting);
-    reply(conn, out);
   }
 }
 
@@ -391,9 +397,10 @@ void StoreState::cancel_wait(Conn& c) {
 void StoreState::finish_waiter(Conn& c, WaitList* list, ConnId conn, Outbox& out) {
   auto pos = std::find(c.registered.begin(), c.registered.end(), list);
   if (pos != c.registered.end()) c.registered.erase(pos);
+  if (c.pending == 0) return;  // a kept stale registration after its WAIT finished: torch sends nothing
   if (--c.pending == 0) {
-    // Its remaining registrations (none for a finished wait) are gone; bump so stale entries die.
-    c.generation++;
+    // Normally no registrations remain; kept stale ones stay live, as torch's do.
+    if (!keeps_stale_waits(c)) c.generation++;
     std::string byte(1, static_cast<char>(kStopWaiting));
     out.send(conn, byte);
   }

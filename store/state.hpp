@@ -99,6 +99,7 @@ class StoreState {
   void op_barrier(ConnId, Request&, Outbox&);
 
   bool present(const std::string& key) const;
+  bool keeps_stale_waits(const Conn& c) const { return !options_.drop_stale_waits && c.dialect != Dialect::C; }
   // Stores key=value (replace), accounting bytes; false (and the connection closed) when full.
   bool store_value(ConnId conn, std::string key, std::string value, Outbox& out, bool wake_waiters = true);
   bool reserve_bytes(ConnId conn, std::size_t add, std::size_t remove, Outbox& out);

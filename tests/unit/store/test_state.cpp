@@ -166,6 +166,34 @@ TEST_CASE("without the mitigation the stray STOP_WAITING corrupts the stream, as
   CHECK(f.out.take(1) == kStop + i64(1));
 }
 
+TEST_CASE("a WAIT after a timed-out WAIT: dropped by default, left live without the mitigation as in torch") {
+  Fixture mitigated;
+  mitigated.run(1, req(Op::Wait, {"/nokey"}));  // the client times out and says nothing
+  mitigated.run(1, req(Op::Wait, {"/none_missing"}));
+  mitigated.run(2, req(Op::Set, {"/nokey"}, {"v"}));
+  CHECK(mitigated.out.take(1).empty());
+  mitigated.run(2, req(Op::Set, {"/none_missing"}, {"v"}));
+  CHECK(mitigated.out.take(1) == kStop);
+
+  StateOptions torch_like;
+  torch_like.drop_stale_waits = false;
+  Fixture f({}, torch_like);
+  f.run(1, req(Op::Set, {"/counter"}, {"3"}));
+  f.run(1, req(Op::Wait, {"/nokey"}));
+  f.run(1, req(Op::Wait, {"/counter"}));  // every key exists: answered at once, old wait kept
+  CHECK(f.out.take(1) == kStop);
+  f.run(2, req(Op::Set, {"/nokey"}, {"v"}));
+  CHECK(f.out.take(1) == kStop);  // the stray byte torch sends too (differential test, torch113)
+
+  // torch overwrites the connection's count, so the old registration releases the new WAIT early.
+  f.run(1, req(Op::Wait, {"/a"}));
+  f.run(1, req(Op::Wait, {"/b"}));
+  f.run(2, req(Op::Set, {"/a"}, {"v"}));
+  CHECK(f.out.take(1) == kStop);
+  f.run(2, req(Op::Set, {"/b"}, {"v"}));
+  CHECK(f.out.take(1).empty());  // torch's count went below zero: nothing more is sent
+}
+
 TEST_CASE("dialect C: CANCEL_WAIT answers 01, drops the wait, works with nothing pending") {
   Fixture f;
   f.run(3, req(Op::Wait, {"/never"}));
