@@ -15,5 +15,6 @@ struct Command {
 };
 
 Command add_store_command(CLI::App& app);
+Command add_clean_command(CLI::App& app);
 
 }  // namespace ddp::cli

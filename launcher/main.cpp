@@ -16,7 +16,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 
   std::map<CLI::App*, ddp::cli::Runner> runners;
-  for (auto command : {ddp::cli::add_store_command(app)}) runners[command.sub] = std::move(command.run);
+  for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app)}) {
+    runners[command.sub] = std::move(command.run);
+  }
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,97 @@
+// `ddp-launch clean PATH...`: what a c10d FileStore file left by a run holds, whether it is still
+// in use and why, and removal of the stale ones, so the next run on that path starts clean.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "launcher/commands.hpp"
+#include "store/filestore_cleaner.hpp"
+
+namespace ddp::cli {
+namespace {
+
+constexpr int kExitClean = 0;  // every path is absent, removed, or (dry run) removable
+constexpr int kExitKept = 1;   // something is in use, stuck, or could not be removed
+constexpr int kExitUsage = 2;  // a path is missing, a directory, or not a FileStore file
+
+struct CleanArgs {
+  std::vector<std::string> paths;
+  bool dry_run = false;
+  bool missing_ok = false;
+  double lock_timeout_s = 2.0;
+};
+
+// Accepts the init_method URL as well as the path, since that is what users have at hand.
+std::string to_path(const std::string& arg) { return store::path_from_file_url(arg).value_or(arg); }
+
+int report_one(const std::string& arg, const store::FileStoreCleaner& cleaner, const CleanArgs& args) {
+  const auto path = to_path(arg);
+  const auto r = cleaner.clean(path);
+  using store::CleanOutcome;
+  if (r.outcome == CleanOutcome::Absent) {
+    if (args.missing_ok) {
+      fmt::print("{}: absent, nothing to clean\n", path);
+      return kExitClean;
+    }
+    spdlog::error(
+        "{}: no such file; check the path (a run whose ranks all exit cleanly deletes its FileStore "
+        "itself; pass --missing-ok if absent is fine)",
+        path);
+    return kExitUsage;
+  }
+  if (r.outcome == CleanOutcome::Refused) {
+    spdlog::error("{}: {}", path, r.problem);
+    return kExitUsage;
+  }
+
+  fmt::print("{}{}: c10d FileStore\n", path, r.file != path ? fmt::format(" ({})", r.file.string()) : "");
+  for (const auto& line : store::summarize(*r.log)) fmt::print("  {}\n", line);
+  const auto& d = *r.diagnosis;
+  fmt::print("  verdict: {}\n", store::to_string(d.verdict));
+  for (const auto& why : d.reasons) fmt::print("    - {}\n", why);
+  switch (r.outcome) {
+    case CleanOutcome::Removed: fmt::print("  removed\n"); return kExitClean;
+    case CleanOutcome::WouldRemove: fmt::print("  would remove it (dry run: nothing removed)\n"); return kExitClean;
+    default: break;
+  }
+  if (!r.problem.empty()) {
+    fmt::print("  kept: {}\n", r.problem);
+  } else {
+    fmt::print("  kept: {}\n", d.advice);
+  }
+  return kExitKept;
+}
+
+}  // namespace
+
+Command add_clean_command(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "clean", "Inspect c10d FileStore files (file:// rendezvous) left by crashed runs and remove the stale ones");
+  auto args = std::make_shared<CleanArgs>();
+  sub->add_option("paths", args->paths, "FileStore files, as paths or file:// init_method URLs")->required();
+  sub->add_flag("--dry-run", args->dry_run, "Report what each file holds and the verdict; remove nothing");
+  sub->add_flag("--missing-ok", args->missing_ok, "A path that does not exist is fine (exit 0), not an error");
+  sub->add_option("--lock-timeout", args->lock_timeout_s,
+                  "Seconds to keep retrying the exclusive flock before calling the file in use")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  sub->footer(
+      "Exit status: 0 every file was stale and is removed (with --dry-run: would be), or absent with --missing-ok;\n"
+      "1 a file is in use, has a reader stuck on a torn tail, or could not be removed;\n"
+      "2 bad arguments, or a path that is missing, a directory, or not a FileStore file.");
+
+  auto run = [args]() -> int {
+    store::CleanOptions options;
+    options.dry_run = args->dry_run;
+    options.lock_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(args->lock_timeout_s * 1000.0));
+    const store::FileStoreCleaner cleaner(options);
+    int worst = kExitClean;
+    for (const auto& p : args->paths) worst = std::max(worst, report_one(p, cleaner, *args));
+    return worst;
+  };
+  return {sub, run};
+}
+
+}  // namespace ddp::cli

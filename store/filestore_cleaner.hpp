@@ -1,0 +1,72 @@
+#pragma once
+// FileStoreCleaner: the shell around FileStoreLog and diagnose(). It reads the file, gathers the
+// evidence (who has it open or names it in argv/environment via /proc, who holds a flock on it
+// via /proc/locks), and removes a stale file the way spec §11.5 says is safe: take LOCK_EX
+// (non-blocking, retried until a deadline, because a reader spinning on a torn tail never
+// lets go), re-read it under the lock, and unlink while still holding the lock.
+//
+// Liveness cannot be read from the file itself: a torch FileStore user holds no fd and no lock
+// between operations. A live process that names the path nowhere in its argv or environment
+// (it builds the path in code) and is not inside a store operation is invisible here.
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/filestore.hpp"
+
+namespace ddp::store {
+
+struct CleanOptions {
+  // Decide and report, remove nothing. The exclusive lock is still taken for a moment, so that
+  // a dry run reaches the same verdict a real one would.
+  bool dry_run = false;
+  std::chrono::milliseconds lock_timeout{2000};  // how long to retry LOCK_EX|LOCK_NB
+  std::chrono::milliseconds lock_retry{10};      // torch's own poll interval
+  // Processes whose use of the file does not count (besides this process; this process's
+  // ancestors are not counted for naming the path, since a wrapper such as `timeout` or the
+  // shell that started us repeats our arguments).
+  std::vector<pid_t> ignore_pids;
+};
+
+enum class CleanOutcome {
+  Absent,       // nothing at the path
+  Removed,      // stale or torn, and now unlinked
+  WouldRemove,  // stale or torn; dry run
+  Kept,         // in use, a stuck reader, or the unlink failed: left in place
+  Refused,      // not something clean may touch: a directory, unreadable, not a FileStore file
+};
+
+struct CleanReport {
+  std::filesystem::path path;  // as given
+  std::filesystem::path file;  // the file examined: absolute, symlinks resolved
+  CleanOutcome outcome = CleanOutcome::Absent;
+  std::optional<FileStoreLog> log;
+  std::optional<FileStoreDiagnosis> diagnosis;
+  std::string problem;  // Refused, or a failed unlink: what is wrong and how to fix it
+};
+
+class FileStoreCleaner {
+ public:
+  explicit FileStoreCleaner(CleanOptions options = {});
+
+  // Inspects `path` and removes it when it is stale or torn (unless dry_run). Never blocks past
+  // options.lock_timeout on a lock; never throws for what it finds, only reports it.
+  CleanReport clean(const std::filesystem::path& path) const;
+
+ private:
+  CleanOptions options_;
+  std::vector<pid_t> not_users_;        // their fds and locks do not count: us, ignore_pids
+  std::vector<pid_t> not_referencers_;  // their argv/environment does not count: also our ancestors
+};
+
+// The supervisor's entry point, called before every launch whose init_method is file://PATH:
+// afterwards PATH is absent (never existed, or was stale and is now removed). Throws ddp::Error
+// naming the processes that use it and what to do when it is in use, and when PATH is not a
+// FileStore file or cannot be removed. Returns the report for the event stream / logs.
+CleanReport prepare_filestore_path(const std::filesystem::path& path, const CleanOptions& options = {});
+
+}  // namespace ddp::store

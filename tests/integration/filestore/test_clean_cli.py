@@ -1,0 +1,165 @@
+"""`ddp-launch clean` on crafted FileStore files and real processes: a torn tail is named and
+removed, a file a live process has open or names (argv, environment, relative path) is reported
+in use and kept, --dry-run removes nothing, and bad paths are clear errors (exit 2)."""
+import os
+import tempfile
+
+from fs_helpers import Child, clean, killed_rendezvous_bytes, record, torn_bytes, write_file
+from harness import PYTHON, check, run_tests
+
+SLEEPER = "import sys, time; print('READY', flush=True); time.sleep(120)"
+
+
+def sleeper(name, *extra, **kw):
+    """A live process that does nothing but exist; `extra` argv entries name the file or not."""
+    c = Child([PYTHON, "-c", SLEEPER, *extra], name, **kw)
+    c.wait_line("READY", 30, "the helper process to start")
+    return c
+
+
+def test_torn_tail_named_by_dry_run_then_removed():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        path = os.path.join(tmp, "torn")
+        write_file(path, torn_bytes())
+        r = clean("--dry-run", path)
+        check(r.returncode == 0, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+        check("torn tail at offset 11: the key needs 10 bytes, 6 are present" in r.stdout,
+              f"torn tail not named with offset and what is missing:\n{r.stdout}")
+        check("verdict: torn" in r.stdout and "spins at 100% CPU" in r.stdout, f"no torn verdict/why:\n{r.stdout}")
+        check("/a = \"1\"" in r.stdout, f"records before the torn tail not listed:\n{r.stdout}")
+        check(os.path.exists(path), "--dry-run removed the torn file")
+        r = clean(path)
+        check(r.returncode == 0 and "removed" in r.stdout, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+        check(not os.path.exists(path), "torn file still there after clean")
+
+
+def test_dry_run_removes_nothing():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        path = os.path.join(tmp, "rdzv")
+        data = killed_rendezvous_bytes() + record("cleanup/", "1")
+        write_file(path, data)
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+        r = clean("--dry-run", path)
+        check(r.returncode == 0, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+        check("verdict: stale" in r.stdout and "cleanup/ 1" in r.stdout and "would remove" in r.stdout,
+              f"dry-run report:\n{r.stdout}")
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            check(f.read() == data, "--dry-run changed the bytes")
+        check(st.st_mtime == 1_000_000_000, "--dry-run touched the file")
+
+
+def test_open_file_is_in_use_and_kept():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        path = os.path.join(tmp, "rdzv")
+        write_file(path, killed_rendezvous_bytes())
+        # Path passed on stdin, so only the open fd gives this process away.
+        holder = Child([PYTHON, "-c", "import sys, time; f = open(sys.stdin.readline().strip(), 'rb'); "
+                                      "print('READY', flush=True); time.sleep(120)"], "holder")
+        try:
+            holder.send(path + "\n")
+            holder.wait_line("READY", 30, "the holder to open the file")
+            r = clean(path)
+            check(r.returncode == 1, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+            check(f"pid {holder.proc.pid} (" in r.stdout and "has it open" in r.stdout,
+                  f"holder not named:\n{r.stdout}")
+            check("verdict: in use" in r.stdout and f"kill {holder.proc.pid}" in r.stdout, r.stdout)
+            check(os.path.exists(path), "clean removed a file a live process has open")
+        finally:
+            holder.kill()
+
+
+def test_process_naming_the_path_is_in_use_and_kept():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        path = os.path.join(tmp, "rdzv")
+        write_file(path, killed_rendezvous_bytes())
+        children = []
+        try:
+            by_argv = sleeper("by argv", f"--init_method=file://{path}?world_size=2")
+            children.append(by_argv)
+            by_env = sleeper("by env", env={**os.environ, "MY_INIT_METHOD": f"file://{path}"})
+            children.append(by_env)
+            by_cwd = sleeper("by relative path", "--store", "rdzv", cwd=tmp)
+            children.append(by_cwd)
+            unrelated = sleeper("unrelated", f"{path}2", f"/elsewhere{path}")
+            children.append(unrelated)
+            r = clean(path)
+            check(r.returncode == 1, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+            for c, how in ((by_argv, "command line"), (by_env, "environment"), (by_cwd, "command line")):
+                check(f"pid {c.proc.pid} (" in r.stdout and how in r.stdout, f"{c.name} not named:\n{r.stdout}")
+            check(f"pid {unrelated.proc.pid} " not in r.stdout, f"a longer name counted as the path:\n{r.stdout}")
+            check(os.path.exists(path), "clean removed a file a live process names")
+        finally:
+            for c in children:
+                c.kill()
+        r = clean(path)
+        check(r.returncode == 0 and not os.path.exists(path), f"once they are gone it is stale:\n{r.stdout}")
+
+
+def test_several_paths_stale_one_removed_in_use_one_kept():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        stale, busy = os.path.join(tmp, "stale"), os.path.join(tmp, "busy")
+        write_file(stale, killed_rendezvous_bytes())
+        write_file(busy, killed_rendezvous_bytes())
+        user = sleeper("user", busy)
+        try:
+            r = clean(stale, f"file://{busy}?world_size=2")
+            check(r.returncode == 1, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+            check(not os.path.exists(stale), "the stale one was not removed")
+            check(os.path.exists(busy), "the busy one was removed")
+        finally:
+            user.kill()
+
+
+def test_bad_paths_are_clear_errors():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        missing = os.path.join(tmp, "missing")
+        r = clean(missing)
+        check(r.returncode == 2 and "no such file" in r.stderr and "check the path" in r.stderr,
+              f"missing: rc={r.returncode} {r.stderr}")
+        r = clean("--missing-ok", missing)
+        check(r.returncode == 0 and "absent" in r.stdout, f"--missing-ok: rc={r.returncode} {r.stdout}{r.stderr}")
+
+        r = clean(tmp)
+        check(r.returncode == 2 and "is a directory" in r.stderr and "file:// in init_method" in r.stderr,
+              f"directory: rc={r.returncode} {r.stderr}")
+        check(os.path.isdir(tmp), "directory removed")
+
+        text = os.path.join(tmp, "notes.txt")
+        write_file(text, b"these are my notes, not a FileStore\n")
+        r = clean(text)
+        check(r.returncode == 2 and "not a c10d FileStore file" in r.stderr and "offset 0" in r.stderr,
+              f"text file: rc={r.returncode} {r.stderr}")
+        check(os.path.exists(text), "a non-FileStore file was removed")
+
+        r = clean()
+        check(r.returncode != 0 and "paths" in r.stderr, f"no path: rc={r.returncode} {r.stderr}")
+
+
+def test_lock_holder_is_named():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        path = os.path.join(tmp, "rdzv")
+        write_file(path, killed_rendezvous_bytes())
+        holder = Child([PYTHON, "-c", "import fcntl, sys, time; f = open(sys.stdin.readline().strip(), 'rb'); "
+                                      "fcntl.flock(f, fcntl.LOCK_EX); print('READY', flush=True); time.sleep(120)"],
+                       "lock holder")
+        try:
+            holder.send(path + "\n")
+            holder.wait_line("READY", 30, "the holder to take LOCK_EX")
+            r = clean("--lock-timeout", "0.5", path)
+            check(r.returncode == 1 and f"pid {holder.proc.pid}" in r.stdout and "holds LOCK_EX" in r.stdout,
+                  f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+            check(os.path.exists(path), "removed while locked")
+        finally:
+            holder.kill()
+
+
+run_tests([
+    test_torn_tail_named_by_dry_run_then_removed,
+    test_dry_run_removes_nothing,
+    test_open_file_is_in_use_and_kept,
+    test_process_naming_the_path_is_in_use_and_kept,
+    test_several_paths_stale_one_removed_in_use_one_kept,
+    test_bad_paths_are_clear_errors,
+    test_lock_holder_is_named,
+])
