@@ -1,0 +1,93 @@
+"""Helpers shared by the client tests: the driver binary, a torch 1.13 server, line readers.
+
+Every wait here has a timeout that says what it was waiting for.
+"""
+import os
+import queue
+import subprocess
+import threading
+import time
+
+from harness import PYTHON, TestFailure
+
+BIN_DIR = os.environ.get("DDP_BIN_DIR", "build/bin")
+DRIVER = os.path.join(BIN_DIR, "store-client-driver")
+GLOO_ALLREDUCE = os.path.join(BIN_DIR, "gloo-allreduce")
+
+
+def run_driver(*args, timeout=120, env=None):
+    """Runs store-client-driver to completion; returns (returncode, stdout, stderr)."""
+    try:
+        r = subprocess.run([DRIVER, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        raise TestFailure(f"store-client-driver {' '.join(args)} still running after {timeout}s; "
+                          f"stdout: {e.stdout!r}") from None
+    return r.returncode, r.stdout, r.stderr
+
+
+class LineReader:
+    """Collects a child's stream line by line on a thread, so tests can wait for a line with a timeout."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self._q = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream):
+        for line in stream:
+            self._q.put(line)
+        self._q.put(None)
+
+    def wait_for(self, needle, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TestFailure(f"no line containing {needle!r} ({what}) within {timeout}s; "
+                                  f"saw: {''.join(self.lines)!r}")
+            try:
+                line = self._q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise TestFailure(f"stream ended without a line containing {needle!r} ({what}); "
+                                  f"saw: {''.join(self.lines)!r}")
+            self.lines.append(line)
+            if needle in line:
+                return line
+
+
+TORCH_SERVER = """
+import datetime, sys
+import torch.distributed as dist
+store = dist.TCPStore("127.0.0.1", 0, None, True, datetime.timedelta(seconds=60))
+print(f"port={store.port}", flush=True)
+sys.stdin.read()  # serve until the test closes our stdin
+"""
+
+
+class TorchServer:
+    """torch 1.13's own TCPStore server in a /usr/bin/python3 child; .port once it is listening."""
+
+    def __init__(self, timeout=180.0):
+        # Importing torch takes tens of seconds on a loaded machine, hence the generous timeout.
+        self.proc = subprocess.Popen([PYTHON, "-c", TORCH_SERVER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.out = LineReader(self.proc.stdout)
+        line = self.out.wait_for("port=", timeout, "torch TCPStore server announcing its port")
+        self.port = int(line.strip().split("=", 1)[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
