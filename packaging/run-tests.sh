@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./packaging/install-deps.sh
 ./packaging/build.sh
+./tests/chroot/prepare.sh  # torch 2.6/2.14 chroots for the torch2x tests, built once per machine
 cd build
 ctest --preset "${PRESET:-ci}" "$@"

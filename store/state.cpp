@@ -356,11 +356,9 @@ std::optional<std::int64_t> StoreState::add_to(ConnId conn, const std::string& k
     }
     current = *parsed;
   }
-  std::int64_t next = 0;
-  if (__builtin_add_overflow(current, delta, &next)) {
-    out.close(conn, fmt::format("ADD on key '{}' overflows a 64-bit counter", printable(key)));
-    return std::nullopt;
-  }
+  // torch's servers (1.13, 2.6, 2.14) compute stoll(value) + delta in int64 and hand the client the
+  // wrapped two's-complement result; do the same, through unsigned arithmetic to stay defined.
+  auto next = static_cast<std::int64_t>(static_cast<std::uint64_t>(current) + static_cast<std::uint64_t>(delta));
   if (!store_value(conn, key, std::to_string(next), out, /*wake_waiters=*/false)) return std::nullopt;
   return next;
 }

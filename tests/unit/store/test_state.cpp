@@ -79,7 +79,7 @@ TEST_CASE("set, get, add and the ASCII counter") {
   CHECK(f.out.take(1) == bytes(""));
 }
 
-TEST_CASE("ADD parses like stoll and refuses non-numbers by closing") {
+TEST_CASE("ADD parses like stoll, refuses non-numbers by closing, wraps on overflow") {
   Fixture f;
   f.run(1, req(Op::Set, {"/n"}, {" 12x"}));
   f.run(1, req(Op::Add, {"/n"}, {}, 1));
@@ -88,9 +88,14 @@ TEST_CASE("ADD parses like stoll and refuses non-numbers by closing") {
   f.run(1, req(Op::Add, {"/word"}, {}, 1));
   REQUIRE(f.out.closed.count(1));
   CHECK(f.out.closed[1].find("not a number") != std::string::npos);
+  // Overflow wraps, as every torch server answers (torch2x differential test).
   f.run(2, req(Op::Set, {"/big"}, {"9223372036854775807"}));
   f.run(2, req(Op::Add, {"/big"}, {}, 1));
-  CHECK(f.out.closed.count(2));
+  CHECK(f.out.take(2) == i64(INT64_MIN));
+  CHECK(f.state.value("/big") == "-9223372036854775808");
+  f.run(2, req(Op::Add, {"/big"}, {}, -1));
+  CHECK(f.out.take(2) == i64(INT64_MAX));
+  CHECK_FALSE(f.out.closed.count(2));
 }
 
 TEST_CASE("compare_set matches torch 1.13 (spec §5.4)") {
