@@ -25,6 +25,12 @@ inline constexpr std::string_view kRunId = "TORCHELASTIC_RUN_ID";
 inline constexpr std::string_view kUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
 inline constexpr std::string_view kErrorFile = "TORCHELASTIC_ERROR_FILE";
 
+// Set to 1 unless the user set them: NCCL tears down a hung collective instead of hanging.
+inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HANDLING";  // torch 1.13
+inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";  // 2.x
+// Forced to 1 when unset and several ranks share a node (torchrun does the same).
+inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
+
 // --- ours ---
 inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|info|warn|error
 

@@ -1,5 +1,7 @@
 #include "common/log.hpp"
 
+#include "common/env_contract.hpp"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <cstdlib>
@@ -10,7 +12,7 @@ namespace ddp {
 void init_logging(std::string_view level) {
   std::string chosen(level);
   if (chosen.empty()) {
-    if (const char* env = std::getenv("DDP_LOG_LEVEL")) chosen = env;
+    if (const char* from_env = std::getenv(std::string(env::kLogLevel).c_str())) chosen = from_env;
   }
   if (chosen.empty()) chosen = "info";
   auto logger = spdlog::get("ddp-launch");

@@ -1,6 +1,7 @@
 #include "common/proc.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -20,7 +21,7 @@ bool parse_pid(const std::string& name, pid_t& out) {
   return ec == std::errc() && p == name.data() + name.size();
 }
 
-// Calls fn(pid, link_target) for every fd of every visible process.
+// Calls fn(pid, fd_path, link_target) for every fd of every visible process.
 template <typename Fn>
 void for_each_fd(Fn&& fn) {
   std::error_code ec;
@@ -31,7 +32,7 @@ void for_each_fd(Fn&& fn) {
     for (const auto& fd : fs::directory_iterator(proc_entry.path() / "fd", fd_ec)) {
       std::error_code link_ec;
       auto target = fs::read_symlink(fd.path(), link_ec);
-      if (!link_ec) fn(pid, target.string());
+      if (!link_ec) fn(pid, fd.path(), target.string());
     }
   }
 }
@@ -76,7 +77,7 @@ std::vector<ProcessInfo> listeners_on_port(std::uint16_t port) {
   std::vector<ProcessInfo> found;
   if (inodes.empty()) return found;
   std::set<pid_t> seen;
-  for_each_fd([&](pid_t pid, const std::string& target) {
+  for_each_fd([&](pid_t pid, const fs::path&, const std::string& target) {
     // target looks like "socket:[12345]"
     if (target.rfind("socket:[", 0) != 0) return;
     auto inode = target.substr(8, target.size() - 9);
@@ -90,10 +91,18 @@ std::vector<ProcessInfo> processes_with_open(const fs::path& path) {
   std::error_code ec;
   auto wanted = fs::weakly_canonical(path, ec).string();
   if (ec) wanted = path.string();
+  // Same device and inode, not just the same name: a hard link or a bind mount is the same file.
+  struct stat want_st {};
+  bool have_inode = ::stat(path.c_str(), &want_st) == 0;
   std::vector<ProcessInfo> found;
   std::set<pid_t> seen;
-  for_each_fd([&](pid_t pid, const std::string& target) {
-    if (target == wanted && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
+  for_each_fd([&](pid_t pid, const fs::path& fd_path, const std::string& target) {
+    bool same = target == wanted;
+    if (!same && have_inode && target.front() == '/') {
+      struct stat st {};
+      same = ::stat(fd_path.c_str(), &st) == 0 && st.st_dev == want_st.st_dev && st.st_ino == want_st.st_ino;
+    }
+    if (same && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
   });
   return found;
 }

@@ -4,6 +4,7 @@ Every wait here has a timeout that says what it was waiting for.
 """
 import contextlib
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -37,7 +38,11 @@ class StoreProcess:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + timeout
         line = ""
-        while time.monotonic() < deadline:
+        while True:
+            # select before readline: a store that hangs before printing must not block the test.
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                break
             line = self.proc.stdout.readline()
             if line.startswith("port=") or not line:
                 break

@@ -47,6 +47,22 @@ TEST_CASE("processes_with_open sees an open file and forgets a closed one") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("processes_with_open sees a file opened through a hard link") {
+  auto dir = std::filesystem::temp_directory_path();
+  auto path = dir / ("ddp_proc_orig_" + std::to_string(::getpid()));
+  auto link = dir / ("ddp_proc_link_" + std::to_string(::getpid()));
+  { std::ofstream(path) << "x"; }
+  std::filesystem::create_hard_link(path, link);
+  {
+    std::ifstream held(link);
+    auto holders = proc::processes_with_open(path);
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0].pid == ::getpid());
+  }
+  std::filesystem::remove(link);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("describe says something useful for nobody and for the invisible") {
   CHECK(proc::describe({}) == "an unknown process");
   CHECK(proc::describe({{0, ""}}) == "a process this user cannot see");

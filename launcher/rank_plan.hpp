@@ -1,0 +1,30 @@
+#pragma once
+// RankPlan: nodes × processes per node → the ranks this node runs. Pure; rank 0 always exists.
+#include <string>
+#include <vector>
+
+namespace ddp::launcher {
+
+struct RankAssignment {
+  int rank = 0;              // global rank, 0..world_size-1
+  int local_rank = 0;        // rank on this node
+  int world_size = 1;
+  int local_world_size = 1;
+  int group_rank = 0;        // node rank
+  int group_world_size = 1;  // number of nodes
+  int role_rank = 0;
+  int role_world_size = 1;
+  std::string role = "default";
+};
+
+struct RankPlanInput {
+  int nnodes = 1;
+  int node_rank = 0;
+  int nproc_per_node = 1;
+  std::string role = "default";
+};
+
+// Throws ddp::UsageError naming the bad value and the valid range.
+std::vector<RankAssignment> plan_ranks(const RankPlanInput& in);
+
+}  // namespace ddp::launcher

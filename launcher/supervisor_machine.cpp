@@ -1,0 +1,117 @@
+#include "launcher/supervisor_machine.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+namespace ddp::launcher {
+
+std::string_view group_state_name(GroupState s) {
+  switch (s) {
+    case GroupState::Init: return "INIT";
+    case GroupState::Running: return "RUNNING";
+    case GroupState::Stopping: return "STOPPING";
+    case GroupState::Restarting: return "RESTARTING";
+    case GroupState::Succeeded: return "SUCCEEDED";
+    case GroupState::Failed: return "FAILED";
+    case GroupState::Interrupted: return "INTERRUPTED";
+  }
+  return "?";
+}
+
+SupervisorMachine::SupervisorMachine(SupervisorPolicy policy) : policy_(policy) {}
+
+std::vector<Action> SupervisorMachine::on(const Event& e) {
+  if (exit_code_) return {};  // finished: nothing more to decide
+  return std::visit([this](const auto& ev) { return handle(ev); }, e);
+}
+
+int SupervisorMachine::live_ranks() const {
+  return static_cast<int>(std::count(alive_.begin(), alive_.end(), true));
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::Start&) {
+  if (state_ != GroupState::Init) return {};
+  return spawn_attempt();
+}
+
+std::vector<Action> SupervisorMachine::spawn_attempt() {
+  state_ = GroupState::Running;
+  alive_.assign(static_cast<std::size_t>(policy_.nproc), true);
+  exited_ok_.assign(static_cast<std::size_t>(policy_.nproc), false);
+  failures_.clear();
+  stop_signal_ = 0;
+  return {action::ResetStore{}, action::SpawnGroup{attempt_}};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::RankStarted&) { return {}; }
+
+std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
+  const auto& x = e.exit;
+  if (x.local_rank < 0 || x.local_rank >= policy_.nproc) return {};
+  auto idx = static_cast<std::size_t>(x.local_rank);
+  if (!alive_[idx]) return {};
+  alive_[idx] = false;
+  if (x.failed()) {
+    failures_.push_back(x);
+  } else {
+    exited_ok_[idx] = true;
+  }
+  if (state_ == GroupState::Running) {
+    if (x.failed()) return stop_group(SIGTERM);
+    if (live_ranks() == 0) return finish(GroupState::Succeeded, 0);
+    return {};
+  }
+  if (state_ == GroupState::Stopping && live_ranks() == 0) return group_gone();
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::stop_group(int signo) {
+  state_ = GroupState::Stopping;
+  if (live_ranks() == 0) return group_gone();
+  return {action::SignalGroup{signo}, action::ArmGrace{attempt_, policy_.shutdown_grace}};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
+  if (state_ == GroupState::Running) {
+    stop_signal_ = e.signo;
+    return stop_group(e.signo);
+  }
+  if (state_ == GroupState::Stopping) {
+    if (stop_signal_ == 0) stop_signal_ = e.signo;  // a signal during failure teardown: no restart
+    if (e.signo == SIGINT) return {action::SignalGroup{SIGKILL}};  // Ctrl-C while stopping: no more waiting
+    return {action::SignalGroup{e.signo}};
+  }
+  if (state_ == GroupState::Restarting) return finish(GroupState::Interrupted, 128 + e.signo);
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::GraceExpired& e) {
+  if (state_ != GroupState::Stopping || e.attempt != attempt_ || live_ranks() == 0) return {};
+  return {action::SignalGroup{SIGKILL}};
+}
+
+std::vector<Action> SupervisorMachine::group_gone() {
+  if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
+  if (attempt_ < policy_.max_restarts) {
+    state_ = GroupState::Restarting;
+    auto backoff = policy_.restart_backoff;
+    for (int i = 0; i < attempt_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
+    backoff = std::min(backoff, policy_.max_backoff);
+    return {action::ArmBackoff{attempt_ + 1, backoff}};
+  }
+  return finish(GroupState::Failed, 1);
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::BackoffExpired& e) {
+  if (state_ != GroupState::Restarting || e.attempt != attempt_ + 1) return {};
+  attempt_ = e.attempt;
+  return spawn_attempt();
+}
+
+std::vector<Action> SupervisorMachine::finish(GroupState final_state, int code) {
+  state_ = final_state;
+  exit_code_ = code;
+  return {action::Finish{code}};
+}
+
+}  // namespace ddp::launcher

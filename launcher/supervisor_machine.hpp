@@ -1,0 +1,123 @@
+#pragma once
+// SupervisorMachine: the supervisor's decisions as a pure state machine, in torchelastic's
+// vocabulary. Events go in (a rank started or exited, a signal, a timer fired); actions come out
+// (spawn the group, signal it, arm a timer, reset the store, finish). No processes, no clocks:
+// the shell (Supervisor) performs the actions and feeds back what happened.
+//
+//   start → spawn attempt 0 → RUNNING
+//   RUNNING: all ranks exit 0 → SUCCEEDED
+//            first non-zero exit → STOPPING(failure): SIGTERM every group, arm grace
+//            handled signal      → STOPPING(signal): forward it, arm grace
+//   STOPPING: grace fires → SIGKILL; second SIGINT → SIGKILL at once
+//             last rank gone → restart (if failure and budget left: backoff, reset store, respawn)
+//                              or FAILED / INTERRUPTED
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ddp::launcher {
+
+enum class GroupState { Init, Running, Stopping, Restarting, Succeeded, Failed, Interrupted };
+std::string_view group_state_name(GroupState s);
+
+struct RankExit {
+  int local_rank = 0;
+  int pid = 0;
+  int exit_code = 0;  // meaningful when signal == 0
+  int signal = 0;     // terminating signal, 0 if it exited
+  double time = 0;    // seconds since the epoch, as observed by the shell
+  bool failed() const { return signal != 0 || exit_code != 0; }
+};
+
+namespace event {
+struct Start {};
+struct RankStarted {
+  int local_rank;
+  int pid;
+};
+struct RankExited {
+  RankExit exit;
+};
+struct SignalReceived {
+  int signo;
+};
+struct GraceExpired {
+  int attempt;
+};
+struct BackoffExpired {
+  int attempt;
+};
+}  // namespace event
+using Event = std::variant<event::Start, event::RankStarted, event::RankExited, event::SignalReceived,
+                           event::GraceExpired, event::BackoffExpired>;
+
+namespace action {
+struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
+struct SpawnGroup {
+  int attempt;
+};
+struct SignalGroup {
+  int signo;  // to every live worker's process group
+};
+struct ArmGrace {
+  int attempt;
+  std::chrono::milliseconds after;
+};
+struct ArmBackoff {
+  int attempt;  // the attempt about to start
+  std::chrono::milliseconds after;
+};
+struct Finish {
+  int exit_code;
+};
+}  // namespace action
+using Action = std::variant<action::ResetStore, action::SpawnGroup, action::SignalGroup, action::ArmGrace,
+                            action::ArmBackoff, action::Finish>;
+
+struct SupervisorPolicy {
+  int nproc = 1;
+  int max_restarts = 0;
+  std::chrono::milliseconds shutdown_grace{30000};
+  std::chrono::milliseconds restart_backoff{0};  // before attempt 1; doubles each attempt, capped
+  std::chrono::milliseconds max_backoff{10000};
+};
+
+class SupervisorMachine {
+ public:
+  explicit SupervisorMachine(SupervisorPolicy policy);
+
+  std::vector<Action> on(const Event& e);
+
+  GroupState state() const { return state_; }
+  int attempt() const { return attempt_; }
+  int live_ranks() const;
+  // Failures of the attempt that ended last, first observed first (the root cause leads).
+  const std::vector<RankExit>& failures() const { return failures_; }
+  std::optional<int> finished_with() const { return exit_code_; }
+
+ private:
+  std::vector<Action> handle(const event::Start&);
+  std::vector<Action> handle(const event::RankStarted&);
+  std::vector<Action> handle(const event::RankExited&);
+  std::vector<Action> handle(const event::SignalReceived&);
+  std::vector<Action> handle(const event::GraceExpired&);
+  std::vector<Action> handle(const event::BackoffExpired&);
+  std::vector<Action> spawn_attempt();
+  std::vector<Action> stop_group(int signo);
+  std::vector<Action> group_gone();
+  std::vector<Action> finish(GroupState final_state, int code);
+
+  SupervisorPolicy policy_;
+  GroupState state_ = GroupState::Init;
+  int attempt_ = 0;
+  std::vector<bool> alive_;
+  std::vector<bool> exited_ok_;
+  std::vector<RankExit> failures_;
+  int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
+  std::optional<int> exit_code_;
+};
+
+}  // namespace ddp::launcher

@@ -1,0 +1,105 @@
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "launcher/rank_plan.hpp"
+#include "launcher/worker_env.hpp"
+
+using namespace ddp::launcher;
+
+TEST_CASE("one node: ranks 0..n-1, rank 0 present") {
+  auto plan = plan_ranks({1, 0, 4, "default"});
+  REQUIRE(plan.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(plan[static_cast<std::size_t>(i)].rank == i);
+    CHECK(plan[static_cast<std::size_t>(i)].local_rank == i);
+    CHECK(plan[static_cast<std::size_t>(i)].world_size == 4);
+    CHECK(plan[static_cast<std::size_t>(i)].group_world_size == 1);
+  }
+}
+
+TEST_CASE("two nodes: node 1 holds the upper half") {
+  auto plan = plan_ranks({2, 1, 2, "trainer"});
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].rank == 2);
+  CHECK(plan[1].rank == 3);
+  CHECK(plan[1].local_rank == 1);
+  CHECK(plan[1].world_size == 4);
+  CHECK(plan[1].local_world_size == 2);
+  CHECK(plan[1].group_rank == 1);
+  CHECK(plan[1].group_world_size == 2);
+  CHECK(plan[1].role == "trainer");
+}
+
+TEST_CASE("bad shapes are usage errors that name the range") {
+  CHECK_THROWS_AS(plan_ranks({0, 0, 1, "default"}), ddp::UsageError);
+  CHECK_THROWS_AS(plan_ranks({1, 0, 0, "default"}), ddp::UsageError);
+  try {
+    plan_ranks({2, 2, 1, "default"});
+    FAIL("expected an error");
+  } catch (const ddp::UsageError& e) {
+    CHECK(std::string(e.what()).find("0..1") != std::string::npos);
+  }
+}
+
+TEST_CASE("worker env carries torchrun's variables") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({1, 0, 2, "default"})[1];
+  in.master_port = 29555;
+  in.restart_count = 1;
+  in.max_restarts = 3;
+  in.run_id = "job7";
+  in.error_file = "/tmp/run/attempt_1/1/error.json";
+  in.base_env = {{"PATH", "/usr/bin"}, {"NCCL_ASYNC_ERROR_HANDLING", "0"}};
+  auto w = make_worker_launch(in, {"/usr/bin/python3", "-u", "train.py"});
+  CHECK(w.env.at("RANK") == "1");
+  CHECK(w.env.at("LOCAL_RANK") == "1");
+  CHECK(w.env.at("WORLD_SIZE") == "2");
+  CHECK(w.env.at("LOCAL_WORLD_SIZE") == "2");
+  CHECK(w.env.at("GROUP_RANK") == "0");
+  CHECK(w.env.at("GROUP_WORLD_SIZE") == "1");
+  CHECK(w.env.at("ROLE_RANK") == "1");
+  CHECK(w.env.at("ROLE_WORLD_SIZE") == "2");
+  CHECK(w.env.at("ROLE_NAME") == "default");
+  CHECK(w.env.at("MASTER_ADDR") == "127.0.0.1");
+  CHECK(w.env.at("MASTER_PORT") == "29555");
+  CHECK(w.env.at("TORCHELASTIC_RESTART_COUNT") == "1");
+  CHECK(w.env.at("TORCHELASTIC_MAX_RESTARTS") == "3");
+  CHECK(w.env.at("TORCHELASTIC_RUN_ID") == "job7");
+  CHECK(w.env.at("TORCHELASTIC_USE_AGENT_STORE") == "True");
+  CHECK(w.env.at("TORCHELASTIC_ERROR_FILE") == "/tmp/run/attempt_1/1/error.json");
+  CHECK(w.env.at("NCCL_ASYNC_ERROR_HANDLING") == "0");  // the user's choice stands
+  CHECK(w.env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
+  CHECK(w.env.at("OMP_NUM_THREADS") == "1");
+  CHECK(w.env.at("PATH") == "/usr/bin");
+  CHECK(w.argv == std::vector<std::string>{"/usr/bin/python3", "-u", "train.py"});
+}
+
+TEST_CASE("OMP_NUM_THREADS: only when unset and ranks share the node") {
+  CHECK(omp_threads_default({}, 2) == "1");
+  CHECK_FALSE(omp_threads_default({}, 1));
+  CHECK_FALSE(omp_threads_default({{"OMP_NUM_THREADS", "4"}}, 8));
+}
+
+TEST_CASE("argv placeholders for ImageNet-style scripts") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({2, 1, 2, "default"})[0];
+  in.master_addr = "10.1.2.3";
+  in.master_port = 23456;
+  auto w = make_worker_launch(in, {"main.py", "--dist-url", "{dist_url}", "--dist-backend", "{backend}",
+                                   "--world-size", "{world_size}", "--rank", "{rank}", "--gpu={local_rank}",
+                                   "{{literal}}", "{\"json\": 1}"});
+  CHECK(w.argv == std::vector<std::string>{"main.py", "--dist-url", "tcp://10.1.2.3:23456", "--dist-backend",
+                                           "gloo", "--world-size", "4", "--rank", "2", "--gpu=0", "{literal}",
+                                           "{\"json\": 1}"});
+}
+
+TEST_CASE("an unknown placeholder is an error listing the known ones") {
+  try {
+    expand_placeholders("--x={nodes}", {{"rank", "0"}});
+    FAIL("expected an error");
+  } catch (const ddp::UsageError& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("{nodes}") != std::string::npos);
+    CHECK(msg.find("{rank}") != std::string::npos);
+  }
+}

@@ -1,0 +1,130 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <csignal>
+
+#include "launcher/supervisor_machine.hpp"
+
+using namespace ddp::launcher;
+using namespace std::chrono_literals;
+
+namespace {
+
+template <typename T>
+bool has(const std::vector<Action>& actions) {
+  return std::any_of(actions.begin(), actions.end(), [](const Action& a) { return std::holds_alternative<T>(a); });
+}
+
+template <typename T>
+T get(const std::vector<Action>& actions) {
+  for (const auto& a : actions) {
+    if (auto* p = std::get_if<T>(&a)) return *p;
+  }
+  FAIL("action not found");
+  return T{};
+}
+
+event::RankExited exited(int local_rank, int code, int signal = 0) {
+  return {RankExit{local_rank, 1000 + local_rank, code, signal, 0}};
+}
+
+SupervisorPolicy policy(int nproc, int max_restarts = 0) {
+  SupervisorPolicy p;
+  p.nproc = nproc;
+  p.max_restarts = max_restarts;
+  p.shutdown_grace = 5000ms;
+  p.restart_backoff = 100ms;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("all ranks exit 0: success") {
+  SupervisorMachine m(policy(2));
+  auto a = m.on(event::Start{});
+  CHECK(has<action::ResetStore>(a));
+  CHECK(get<action::SpawnGroup>(a).attempt == 0);
+  CHECK(m.on(exited(0, 0)).empty());
+  auto done = m.on(exited(1, 0));
+  CHECK(get<action::Finish>(done).exit_code == 0);
+  CHECK(m.state() == GroupState::Succeeded);
+}
+
+TEST_CASE("first failure tears the group down; no budget: failed with the root cause first") {
+  SupervisorMachine m(policy(3));
+  m.on(event::Start{});
+  auto a = m.on(exited(1, 3));
+  CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
+  CHECK(get<action::ArmGrace>(a).after == 5000ms);
+  CHECK(m.state() == GroupState::Stopping);
+  CHECK(m.on(exited(0, 0, SIGTERM)).empty());
+  auto done = m.on(exited(2, 0, SIGTERM));
+  CHECK(get<action::Finish>(done).exit_code == 1);
+  CHECK(m.state() == GroupState::Failed);
+  REQUIRE(m.failures().size() == 3);
+  CHECK(m.failures()[0].local_rank == 1);
+  CHECK(m.failures()[0].exit_code == 3);
+}
+
+TEST_CASE("a straggler that ignores SIGTERM is killed when the grace expires") {
+  SupervisorMachine m(policy(2));
+  m.on(event::Start{});
+  m.on(exited(0, 1));
+  auto kill = m.on(event::GraceExpired{0});
+  CHECK(get<action::SignalGroup>(kill).signo == SIGKILL);
+  CHECK(m.on(event::GraceExpired{7}).empty());  // a stale timer is ignored
+}
+
+TEST_CASE("restart within budget: backoff, fresh store, next attempt; success ends it") {
+  SupervisorMachine m(policy(2, 2));
+  m.on(event::Start{});
+  m.on(exited(0, 3));
+  auto gone = m.on(exited(1, 0, SIGTERM));
+  auto backoff = get<action::ArmBackoff>(gone);
+  CHECK(backoff.attempt == 1);
+  CHECK(backoff.after == 100ms);
+  CHECK(m.state() == GroupState::Restarting);
+  auto spawn = m.on(event::BackoffExpired{1});
+  CHECK(has<action::ResetStore>(spawn));
+  CHECK(get<action::SpawnGroup>(spawn).attempt == 1);
+  CHECK(m.attempt() == 1);
+  m.on(exited(0, 0));
+  CHECK(get<action::Finish>(m.on(exited(1, 0))).exit_code == 0);
+}
+
+TEST_CASE("the backoff doubles per attempt and the budget runs out") {
+  SupervisorMachine m(policy(1, 2));
+  m.on(event::Start{});
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 100ms);
+  m.on(event::BackoffExpired{1});
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 200ms);
+  m.on(event::BackoffExpired{2});
+  CHECK(get<action::Finish>(m.on(exited(0, 1))).exit_code == 1);
+}
+
+TEST_CASE("a handled signal is forwarded; no restart; 128+signo") {
+  SupervisorMachine m(policy(2, 5));
+  m.on(event::Start{});
+  auto a = m.on(event::SignalReceived{SIGTERM});
+  CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
+  m.on(exited(0, 0, SIGTERM));
+  auto done = m.on(exited(1, 0, SIGTERM));
+  CHECK(get<action::Finish>(done).exit_code == 128 + SIGTERM);
+  CHECK(m.state() == GroupState::Interrupted);
+}
+
+TEST_CASE("a second Ctrl-C kills at once") {
+  SupervisorMachine m(policy(2));
+  m.on(event::Start{});
+  CHECK(get<action::SignalGroup>(m.on(event::SignalReceived{SIGINT})).signo == SIGINT);
+  CHECK(get<action::SignalGroup>(m.on(event::SignalReceived{SIGINT})).signo == SIGKILL);
+}
+
+TEST_CASE("a signal during the restart backoff ends the job") {
+  SupervisorMachine m(policy(1, 3));
+  m.on(event::Start{});
+  m.on(exited(0, 1));
+  auto done = m.on(event::SignalReceived{SIGTERM});
+  CHECK(get<action::Finish>(done).exit_code == 128 + SIGTERM);
+  CHECK(m.on(event::BackoffExpired{1}).empty());
+}
