@@ -16,5 +16,6 @@ struct Command {
 
 Command add_store_command(CLI::App& app);
 Command add_clean_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
 
 }  // namespace ddp::cli

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 
   std::map<CLI::App*, ddp::cli::Runner> runners;
-  for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app)}) {
+  for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app),
+                        ddp::cli::add_run_command(app)}) {
     runners[command.sub] = std::move(command.run);
   }
 

@@ -97,6 +97,8 @@ class SupervisorMachine {
   // Failures of the attempt that ended last, first observed first (the root cause leads).
   const std::vector<RankExit>& failures() const { return failures_; }
   std::optional<int> finished_with() const { return exit_code_; }
+  // The handled signal that stopped the group, 0 when a rank's failure did (or nothing yet).
+  int stop_signal() const { return stop_signal_; }
 
  private:
   std::vector<Action> handle(const event::Start&);

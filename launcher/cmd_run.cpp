@@ -1,0 +1,257 @@
+// `ddp-launch run`: the supervisor, a drop-in for torchrun (same flags, dash and underscore
+// spellings, PET_* environment overrides, same worker environment).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/process/search_path.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "common/env_contract.hpp"
+#include "common/error.hpp"
+#include "common/gpu.hpp"
+#include "launcher/commands.hpp"
+#include "launcher/supervisor.hpp"
+
+extern char** environ;
+
+namespace ddp::cli {
+namespace {
+
+struct RunArgs {
+  std::string nproc_per_node = "1";
+  std::string nnodes = "1";
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  bool standalone = false;
+  int max_restarts = 0;
+  double monitor_interval = 0.1;
+  std::string role = "default";
+  std::string log_dir;
+  bool no_python = false;
+  bool module = false;
+  std::string start_method = "spawn";
+  std::string rdzv_backend = "static";
+  std::string rdzv_endpoint;
+  std::string rdzv_id = "none";
+  std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+  std::string store = "agent";
+  double shutdown_grace = 30;
+  std::string events;
+  std::string python;
+  std::string backend = "gloo";
+  std::vector<std::string> command;
+};
+
+int parse_nproc(const std::string& value) {
+  if (value == "cpu") return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (value == "gpu" || value == "auto") {
+    auto gpus = gpu::count_gpus();
+    if (gpus.count && *gpus.count > 0) return *gpus.count;
+    if (value == "auto") {
+      spdlog::info("--nproc-per-node auto: no GPUs ({}), using one rank per CPU",
+                   gpus.count ? "NVML reports 0" : gpus.why_not);
+      return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }
+    throw UsageError(fmt::format("--nproc-per-node gpu: no GPU found ({}). Use a number, 'cpu' or 'auto'.",
+                                 gpus.count ? "NVML reports 0 devices" : gpus.why_not));
+  }
+  try {
+    std::size_t used = 0;
+    int n = std::stoi(value, &used);
+    if (used == value.size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--nproc-per-node '{}' is not a positive number, 'cpu', 'gpu' or 'auto'", value));
+}
+
+int parse_nnodes(const std::string& value) {
+  auto colon = value.find(':');
+  if (colon != std::string::npos) {
+    if (value.substr(0, colon) == value.substr(colon + 1)) return parse_nnodes(value.substr(0, colon));
+    throw UsageError(fmt::format("--nnodes {}: elastic MIN:MAX membership needs --rdzv-backend c10d, which is "
+                                 "not available yet; give a fixed node count",
+                                 value));
+  }
+  try {
+    std::size_t used = 0;
+    int n = std::stoi(value, &used);
+    if (used == value.size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--nnodes '{}' is not a positive number", value));
+}
+
+std::vector<int> parse_signals(const std::string& list) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    auto comma = list.find(',', start);
+    auto name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (name.empty()) continue;
+    std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
+    int found = 0;
+    for (int s = 1; s < NSIG; ++s) {
+      const char* abbrev = ::sigabbrev_np(s);
+      if (abbrev && bare == abbrev) found = s;
+    }
+    if (found == 0 || found == SIGKILL || found == SIGSTOP || found == SIGCHLD) {
+      throw UsageError(fmt::format("--signals-to-handle: '{}' is not a signal that can be handled "
+                                   "(e.g. SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1)",
+                                   name));
+    }
+    out.push_back(found);
+  }
+  return out;
+}
+
+std::string resolve_program(const std::string& program, const char* what) {
+  if (program.find('/') != std::string::npos) {
+    if (::access(program.c_str(), X_OK) != 0) {
+      throw UsageError(fmt::format("{} '{}' is not an executable file", what, program));
+    }
+    return program;
+  }
+  auto found = boost::process::search_path(program);
+  if (found.empty()) throw UsageError(fmt::format("{} '{}' was not found on PATH", what, program));
+  return found.string();
+}
+
+std::string make_run_id() {
+  std::random_device rd;
+  return fmt::format("{:08x}", rd());
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("run", "Launch a DDP job: one worker per rank, like torchrun (same flags and env)");
+  auto a = std::make_shared<RunArgs>();
+  sub->add_option("--nproc-per-node,--nproc_per_node", a->nproc_per_node, "Ranks on this node: N, cpu, gpu or auto")
+      ->envname("PET_NPROC_PER_NODE")
+      ->capture_default_str();
+  sub->add_option("--nnodes", a->nnodes, "Number of nodes (N)")->envname("PET_NNODES")->capture_default_str();
+  sub->add_option("--node-rank,--node_rank", a->node_rank, "This node's rank")->envname("PET_NODE_RANK");
+  sub->add_option("--master-addr,--master_addr", a->master_addr, "Address of node 0 (the store host)")
+      ->envname("PET_MASTER_ADDR")
+      ->capture_default_str();
+  sub->add_option("--master-port,--master_port", a->master_port,
+                  "Store port (default: a free port; required with several nodes)")
+      ->envname("PET_MASTER_PORT");
+  sub->add_flag("--standalone", a->standalone, "Single node with a free port (the default here anyway)")
+      ->envname("PET_STANDALONE");
+  sub->add_option("--max-restarts,--max_restarts", a->max_restarts, "Worker-group restarts before giving up")
+      ->envname("PET_MAX_RESTARTS")
+      ->capture_default_str();
+  sub->add_option("--monitor-interval,--monitor_interval", a->monitor_interval,
+                  "Accepted for torchrun compatibility; ddp-launch is event-driven and never polls")
+      ->envname("PET_MONITOR_INTERVAL");
+  sub->add_option("--role", a->role, "Role name (ROLE_NAME)")->envname("PET_ROLE")->capture_default_str();
+  sub->add_option("--log-dir,--log_dir", a->log_dir, "Per-attempt, per-rank stdout/stderr/error files here")
+      ->envname("PET_LOG_DIR");
+  sub->add_flag("--no-python,--no_python", a->no_python, "Run the program directly, not through python")
+      ->envname("PET_NO_PYTHON");
+  sub->add_flag("-m,--module", a->module, "Run a Python module (python -m)")->envname("PET_MODULE");
+  sub->add_option("--start-method,--start_method", a->start_method, "Accepted for torchrun compatibility")
+      ->envname("PET_START_METHOD");
+  sub->add_option("--rdzv-backend,--rdzv_backend", a->rdzv_backend, "Rendezvous backend (static)")
+      ->envname("PET_RDZV_BACKEND")
+      ->capture_default_str();
+  sub->add_option("--rdzv-endpoint,--rdzv_endpoint", a->rdzv_endpoint, "host:port of the store (static backend)")
+      ->envname("PET_RDZV_ENDPOINT");
+  sub->add_option("--rdzv-id,--rdzv_id", a->rdzv_id, "Job id (TORCHELASTIC_RUN_ID)")->envname("PET_RDZV_ID");
+  sub->add_option("--signals-to-handle,--signals_to_handle", a->signals_to_handle,
+                  "Signals forwarded to every worker group")
+      ->envname("PET_SIGNALS_TO_HANDLE")
+      ->capture_default_str();
+  sub->add_option("--store", a->store, "agent: we host the store; rank0: the script's rank 0 hosts it")
+      ->check(CLI::IsMember({"agent", "rank0"}))
+      ->capture_default_str();
+  sub->add_option("--shutdown-grace", a->shutdown_grace, "Seconds between SIGTERM and SIGKILL when stopping")
+      ->capture_default_str();
+  sub->add_option("--events", a->events, "Write the supervisor's life as JSON lines to FILE");
+  sub->add_option("--python", a->python, "Python interpreter for the workers (default: $PYTHON_EXEC or python3)");
+  sub->add_option("--backend", a->backend, "Value of the {backend} argv placeholder")->capture_default_str();
+  // Everything from the first positional on is the worker's command line, flags included.
+  sub->prefix_command();
+  sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");
+
+  auto run = [a, sub]() -> int {
+    a->command = sub->remaining();
+    if (!a->command.empty() && a->command.front() == "--") a->command.erase(a->command.begin());
+    if (a->command.empty()) {
+      throw UsageError("no training script given: ddp-launch run [options] SCRIPT [args...]");
+    }
+    if (a->rdzv_backend != "static") {
+      throw UsageError(fmt::format("--rdzv-backend {} is not available yet; use static (the default)",
+                                   a->rdzv_backend));
+    }
+    if (a->no_python && a->module) throw UsageError("--no-python and --module cannot be combined");
+    launcher::SupervisorConfig c;
+    c.plan.nnodes = parse_nnodes(a->nnodes);
+    c.plan.node_rank = a->node_rank;
+    c.plan.nproc_per_node = parse_nproc(a->nproc_per_node);
+    c.plan.role = a->role;
+    c.master_addr = a->master_addr;
+    if (!a->rdzv_endpoint.empty()) {
+      auto colon = a->rdzv_endpoint.rfind(':');
+      c.master_addr = a->rdzv_endpoint.substr(0, colon);
+      if (colon != std::string::npos) a->master_port = std::stoi(a->rdzv_endpoint.substr(colon + 1));
+    }
+    if (a->master_port < 0 || a->master_port > 65535) {
+      throw UsageError(fmt::format("--master-port {} is outside 0..65535", a->master_port));
+    }
+    c.master_port = static_cast<std::uint16_t>(a->master_port);
+    if (c.plan.nnodes > 1 && c.master_port == 0) {
+      throw UsageError("several nodes need an agreed store port: pass --master-port (and --master-addr of node 0)");
+    }
+    c.store_mode = a->store == "rank0" ? launcher::StoreMode::Rank0 : launcher::StoreMode::Agent;
+    c.max_restarts = a->max_restarts;
+    c.shutdown_grace = std::chrono::milliseconds(static_cast<long>(a->shutdown_grace * 1000));
+    c.run_id = a->rdzv_id == "none" && a->standalone ? make_run_id() : a->rdzv_id;
+    c.events_path = a->events;
+    c.handled_signals = parse_signals(a->signals_to_handle);
+    c.backend = a->backend;
+    for (char** e = environ; *e; ++e) {
+      std::string kv(*e);
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) c.base_env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (!a->log_dir.empty()) {
+      c.run_dir = a->log_dir;
+      c.log_to_files = true;
+    } else {
+      c.run_dir = std::filesystem::temp_directory_path() / fmt::format("ddp-launch-{}-{}", c.run_id, ::getpid());
+    }
+
+    if (a->no_python) {
+      c.worker_argv = a->command;
+      c.worker_argv[0] = resolve_program(a->command[0], "program");
+    } else {
+      std::string python = a->python;
+      if (python.empty()) {
+        const char* exec = std::getenv("PYTHON_EXEC");
+        python = exec && *exec ? exec : "python3";
+      }
+      c.worker_argv = {resolve_program(python, "python interpreter"), "-u"};
+      if (a->module) c.worker_argv.push_back("-m");
+      c.worker_argv.insert(c.worker_argv.end(), a->command.begin(), a->command.end());
+    }
+    if (auto omp = launcher::omp_threads_default(c.base_env, c.plan.nproc_per_node)) {
+      spdlog::info("{} is unset and {} ranks share this node: setting it to {} for every worker "
+                   "(set it yourself to choose)",
+                   env::kOmpNumThreads, c.plan.nproc_per_node, *omp);
+    }
+    return launcher::run_supervisor(c);
+  };
+  return {sub, run};
+}
+
+}  // namespace ddp::cli

@@ -1,0 +1,34 @@
+#pragma once
+// The guardian: a tiny process forked before the supervisor starts anything, in its own session,
+// deaf to terminal signals. The supervisor tells it every worker process group it creates; when
+// the supervisor dies for any reason — SIGKILL and the OOM killer included — the guardian's pipe
+// reaches EOF and it SIGKILLs those groups, grandchildren (a child `sleep`, DataLoader workers)
+// included. PDEATHSIG alone only reaches the workers themselves.
+#include <sys/types.h>
+
+namespace ddp::launcher {
+
+class Guardian {
+ public:
+  // Forks the guardian. Call while the process is still single-threaded.
+  static Guardian start();
+  Guardian() = default;
+  Guardian(Guardian&& other) noexcept;
+  Guardian& operator=(Guardian&& other) noexcept;
+  Guardian(const Guardian&) = delete;
+  Guardian& operator=(const Guardian&) = delete;
+  ~Guardian();
+
+  void watch(pid_t pgid);    // a new worker process group
+  void forget(pid_t pgid);   // swept: the id may be reused by others
+  // Asks the guardian to kill what is left and exit, and waits for it (a clean supervisor exit).
+  void finish();
+  pid_t pid() const { return pid_; }
+
+ private:
+  void send(char op, pid_t pgid);
+  pid_t pid_ = -1;
+  int fd_ = -1;  // write end of the pipe
+};
+
+}  // namespace ddp::launcher

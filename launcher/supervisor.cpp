@@ -1,0 +1,523 @@
+#include "launcher/supervisor.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/process/args.hpp>
+#include <boost/process/async_pipe.hpp>
+#include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
+#include <boost/process/exe.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/io.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "common/error.hpp"
+#include "launcher/guardian.hpp"
+#include "launcher/supervisor_machine.hpp"
+#include "store/server.hpp"
+
+namespace asio = boost::asio;
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace ddp::launcher {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string signal_name(int signo) {
+  const char* abbrev = ::sigabbrev_np(signo);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", signo);
+}
+
+// Console output from a separate thread with a bounded queue: a slow terminal must never stall
+// the event loop (and through full pipes, the workers). Lines beyond the bound are counted and
+// reported instead of blocking.
+class Console {
+ public:
+  Console() : thread_([this] { loop(); }) {}
+  ~Console() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void write(FILE* stream, std::string text) {
+    {
+      std::lock_guard lock(mu_);
+      if (queued_bytes_ + text.size() > kMaxQueued) {
+        ++dropped_;
+        return;
+      }
+      queued_bytes_ += text.size();
+      queue_.push_back({stream, std::move(text)});
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  static constexpr std::size_t kMaxQueued = 16u << 20;
+  struct Item {
+    FILE* stream;
+    std::string text;
+  };
+  void loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      if (queue_.empty() && done_) break;
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      queued_bytes_ -= item.text.size();
+      std::size_t dropped = std::exchange(dropped_, 0);
+      lock.unlock();
+      if (dropped) std::fprintf(item.stream, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped);
+      std::fwrite(item.text.data(), 1, item.text.size(), item.stream);
+      std::fflush(item.stream);
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::size_t dropped_ = 0;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+class EventLog {
+ public:
+  explicit EventLog(const std::string& path) {
+    if (path.empty()) return;
+    file_ = std::fopen(path.c_str(), "a");
+    if (!file_) throw Error(fmt::format("cannot open the event file {}: {}", path, std::strerror(errno)));
+  }
+  ~EventLog() {
+    if (file_) std::fclose(file_);
+  }
+  void emit(const std::string& name, json fields = json::object()) {
+    if (!file_) return;
+    fields["event"] = name;
+    fields["time"] = now_seconds();
+    auto line = fields.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), file_);
+    std::fflush(file_);
+  }
+
+ private:
+  FILE* file_ = nullptr;
+};
+
+// Runs in the child between fork and exec.
+struct WorkerSetup : bp::extend::handler {
+  pid_t supervisor = 0;
+  template <typename Executor>
+  void on_exec_setup(Executor&) const {
+    ::setsid();  // its own session and process group: signals reach its descendants too
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before PDEATHSIG was armed
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);  // ignored dispositions survive exec; workers expect the default
+  }
+};
+
+struct Stream {
+  explicit Stream(asio::io_context& io) : pipe(io) {}
+  bp::async_pipe pipe;
+  std::string partial;
+  std::vector<char> buf = std::vector<char>(64 * 1024);
+  bool open = true;
+  std::ofstream file;
+};
+
+struct Worker {
+  Worker(asio::io_context& io) : out(io), err(io) {}
+  RankAssignment ranks;
+  pid_t pid = 0;
+  bool alive = false;
+  Stream out;
+  Stream err;
+  std::deque<std::string> last_stderr;  // for the failure summary
+  fs::path error_file;
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(const SupervisorConfig& config)
+      : config_(config),
+        plan_(plan_ranks(config.plan)),
+        machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
+                                  config.restart_backoff, std::chrono::milliseconds(10000)}),
+        guardian_(Guardian::start()),
+        signals_(io_),
+        child_signal_(io_, SIGCHLD),
+        grace_timer_(io_),
+        backoff_timer_(io_),
+        drain_timer_(io_),
+        events_(config.events_path) {}
+
+  int run() {
+    prepare_store();
+    for (int s : config_.handled_signals) signals_.add(s);
+    arm_signals();
+    arm_sigchld();
+    events_.emit("started", {{"run_id", config_.run_id},
+                             {"world_size", plan_.front().world_size},
+                             {"nproc", config_.plan.nproc_per_node},
+                             {"node_rank", config_.plan.node_rank},
+                             {"store", config_.store_mode == StoreMode::Agent ? "agent" : "rank0"},
+                             {"master_addr", config_.master_addr},
+                             {"master_port", master_port_},
+                             {"supervisor_pid", ::getpid()}});
+    dispatch(event::Start{});
+    io_.run();
+    return exit_code_;
+  }
+
+ private:
+  void prepare_store() {
+    master_port_ = config_.master_port;
+    if (config_.store_mode == StoreMode::Agent && config_.plan.node_rank == 0) {
+      store::ServerConfig sc;
+      sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
+      sc.port = config_.master_port;
+      store_ = std::make_unique<store::StoreServer>(io_, sc);
+      store_->start();
+      master_port_ = store_->port();
+      spdlog::info("rendezvous store (agent) listening on {}:{}", sc.host, master_port_);
+    } else if (config_.store_mode == StoreMode::Rank0 && master_port_ == 0) {
+      // Rank 0 binds the port itself; pick one that is free now and do not hold it.
+      asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+      master_port_ = probe.local_endpoint().port();
+    }
+  }
+
+  void arm_signals() {
+    signals_.async_wait([this](boost::system::error_code ec, int signo) {
+      if (ec) return;
+      spdlog::warn("received {}; stopping the workers", signal_name(signo));
+      dispatch(event::SignalReceived{signo});
+      arm_signals();
+    });
+  }
+
+  void arm_sigchld() {
+    child_signal_.async_wait([this](boost::system::error_code ec, int) {
+      if (ec) return;
+      reap();
+      arm_sigchld();
+    });
+  }
+
+  // Only our workers are reaped here (never the guardian).
+  void reap() {
+    for (auto& w : workers_) {
+      if (!w->alive) continue;
+      int status = 0;
+      pid_t r = ::waitpid(w->pid, &status, WNOHANG);
+      if (r != w->pid) continue;
+      w->alive = false;
+      RankExit x;
+      x.local_rank = w->ranks.local_rank;
+      x.pid = w->pid;
+      x.time = now_seconds();
+      if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
+      exits_.push_back(x);
+      events_.emit("rank_exited", {{"attempt", machine_.attempt()},
+                                   {"rank", w->ranks.rank},
+                                   {"local_rank", x.local_rank},
+                                   {"pid", x.pid},
+                                   {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
+                                   {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)}});
+      dispatch(event::RankExited{x});
+    }
+  }
+
+  void dispatch(const Event& e) {
+    for (const auto& action : machine_.on(e)) std::visit([this](const auto& a) { perform(a); }, action);
+  }
+
+  void perform(const action::ResetStore&) {
+    if (store_) store_->reset_state();
+  }
+
+  void perform(const action::SpawnGroup& a) {
+    stopping_announced_ = false;
+    workers_.clear();
+    exits_.clear();
+    for (const auto& ranks : plan_) spawn(ranks, a.attempt);
+  }
+
+  void perform(const action::SignalGroup& a) {
+    if (a.signo == SIGKILL) spdlog::warn("killing the remaining workers");
+    for (auto& w : workers_) {
+      if (w->alive) ::kill(-w->pid, a.signo);
+    }
+    if (machine_.state() == GroupState::Stopping && !stopping_announced_) {
+      stopping_announced_ = true;
+      events_.emit("group_stopping", {{"attempt", machine_.attempt()}, {"signal", signal_name(a.signo)}});
+    }
+  }
+
+  void perform(const action::ArmGrace& a) {
+    grace_timer_.expires_after(a.after);
+    grace_timer_.async_wait([this, attempt = a.attempt](boost::system::error_code ec) {
+      if (!ec) dispatch(event::GraceExpired{attempt});
+    });
+  }
+
+  void perform(const action::ArmBackoff& a) {
+    sweep();
+    report_failures(false);
+    spdlog::warn("restarting the worker group: attempt {} of {} (after {} ms)", a.attempt, config_.max_restarts,
+                 a.after.count());
+    events_.emit("restarting", {{"attempt", a.attempt}});
+    backoff_timer_.expires_after(a.after);
+    backoff_timer_.async_wait([this, attempt = a.attempt](boost::system::error_code ec) {
+      if (!ec) dispatch(event::BackoffExpired{attempt});
+    });
+  }
+
+  void perform(const action::Finish& a) {
+    exit_code_ = a.exit_code;
+    sweep();
+    grace_timer_.cancel();
+    backoff_timer_.cancel();
+    signals_.cancel();
+    // Let the pipes drain what the workers printed last, briefly.
+    drain_timer_.expires_after(std::chrono::milliseconds(500));
+    drain_timer_.async_wait([this](boost::system::error_code) { finish_now(); });
+    maybe_finish_drained();
+  }
+
+  void maybe_finish_drained() {
+    if (!machine_.finished_with()) return;
+    for (auto& w : workers_) {
+      if (w->out.open || w->err.open) return;
+    }
+    drain_timer_.cancel();
+  }
+
+  void finish_now() {
+    if (finished_) return;
+    finished_ = true;
+    if (machine_.state() != GroupState::Succeeded) report_failures(true);
+    events_.emit("finished", {{"exit_code", exit_code_}, {"state", group_state_name(machine_.state())},
+                              {"attempts", machine_.attempt() + 1}});
+    child_signal_.cancel();
+    for (auto& w : workers_) {
+      boost::system::error_code ec;
+      w->out.pipe.close(ec);
+      w->err.pipe.close(ec);
+    }
+    if (store_) store_->stop();
+    guardian_.finish();
+    io_.stop();
+  }
+
+  // Every worker's process group gets SIGKILL once its leader is gone: nothing it started survives.
+  void sweep() {
+    for (auto& w : workers_) {
+      ::kill(-w->pid, SIGKILL);
+      guardian_.forget(w->pid);
+    }
+  }
+
+  void spawn(const RankAssignment& ranks, int attempt) {
+    auto w = std::make_unique<Worker>(io_);
+    w->ranks = ranks;
+    fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
+    std::error_code fec;
+    fs::create_directories(dir, fec);
+    w->error_file = dir / "error.json";
+    fs::remove(w->error_file, fec);
+    if (config_.log_to_files) {
+      w->out.file.open(dir / "stdout.log");
+      w->err.file.open(dir / "stderr.log");
+    }
+
+    WorkerEnvInput in;
+    in.ranks = ranks;
+    in.master_addr = config_.master_addr;
+    in.master_port = master_port_;
+    in.restart_count = attempt;
+    in.max_restarts = config_.max_restarts;
+    in.run_id = config_.run_id;
+    in.use_agent_store = config_.store_mode == StoreMode::Agent;
+    in.error_file = w->error_file.string();
+    in.backend = config_.backend;
+    in.base_env = config_.base_env;
+    auto launch = make_worker_launch(in, config_.worker_argv);
+
+    bp::environment env;
+    for (const auto& [k, v] : launch.env) env[k] = v;
+    std::vector<std::string> args(launch.argv.begin() + 1, launch.argv.end());
+    WorkerSetup setup;
+    setup.supervisor = ::getpid();
+    std::error_code ec;
+    bp::child child(bp::exe = launch.argv[0], bp::args = args, env, bp::std_in<bp::null, bp::std_out> w->out.pipe,
+                    bp::std_err > w->err.pipe, setup, ec);
+    if (ec) {
+      throw Error(fmt::format("cannot start rank {}: {} ({}): {}", ranks.rank, launch.argv[0], ec.message(),
+                              "check the program path, or pass --python/--no-python"));
+    }
+    w->pid = child.id();
+    w->alive = true;
+    child.detach();  // we reap it ourselves on SIGCHLD
+    guardian_.watch(w->pid);
+    events_.emit("rank_started", {{"attempt", attempt},
+                                  {"rank", ranks.rank},
+                                  {"local_rank", ranks.local_rank},
+                                  {"pid", w->pid}});
+    Worker* raw = w.get();
+    workers_.push_back(std::move(w));
+    read_stream(raw, raw->out, stdout);
+    read_stream(raw, raw->err, stderr);
+  }
+
+  void read_stream(Worker* w, Stream& s, FILE* console) {
+    s.pipe.async_read_some(asio::buffer(s.buf), [this, w, &s, console](boost::system::error_code ec,
+                                                                        std::size_t n) {
+      if (ec) {
+        if (!s.partial.empty()) emit_line(w, s, console, std::exchange(s.partial, {}));
+        s.open = false;
+        maybe_finish_drained();
+        return;
+      }
+      std::string_view data(s.buf.data(), n);
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = data.find('\n', start)) != std::string_view::npos; start = nl + 1) {
+        s.partial.append(data.substr(start, nl - start));
+        emit_line(w, s, console, std::exchange(s.partial, {}));
+      }
+      s.partial.append(data.substr(start));
+      if (s.partial.size() > 64 * 1024) emit_line(w, s, console, std::exchange(s.partial, {}));
+      read_stream(w, s, console);
+    });
+  }
+
+  void emit_line(Worker* w, Stream& s, FILE* console, std::string line) {
+    if (s.file.is_open()) s.file << line << '\n' << std::flush;
+    if (&s == &w->err) {
+      w->last_stderr.push_back(line);
+      if (w->last_stderr.size() > 20) w->last_stderr.pop_front();
+    }
+    console_.write(console, fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
+  }
+
+  // The root cause first (the earliest failure), with the worker's own error file when it wrote one.
+  void report_failures(bool final) {
+    std::vector<const RankExit*> failed;
+    for (const auto& x : exits_) {
+      if (x.failed()) failed.push_back(&x);
+    }
+    if (failed.empty() && !final) return;
+    std::string out = fmt::format("\n{}\n", final ? fmt::format("ddp-launch: job {} after {} attempt(s), exit code {}",
+                                                                group_state_name(machine_.state()),
+                                                                machine_.attempt() + 1, exit_code_)
+                                                  : fmt::format("ddp-launch: attempt {} failed", machine_.attempt()));
+    // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
+    bool first = machine_.stop_signal() == 0;
+    if (!first) {
+      out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", signal_name(machine_.stop_signal()));
+    }
+    for (const RankExit* x : failed) {
+      const Worker* w = nullptr;
+      for (const auto& cand : workers_) {
+        if (cand->ranks.local_rank == x->local_rank) w = cand.get();
+      }
+      std::string how = x->signal ? fmt::format("killed by {}", signal_name(x->signal))
+                                  : fmt::format("exited with code {}", x->exit_code);
+      char host[256] = "?";
+      ::gethostname(host, sizeof host);
+      auto t = static_cast<std::time_t>(x->time);
+      out += fmt::format("{} rank {} (local {}) on {}, pid {}: {} at {:%H:%M:%S}\n",
+                         first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank, host,
+                         x->pid, how, fmt::localtime(t));
+      if (first && w) {
+        if (auto msg = read_error_file(w->error_file)) out += fmt::format("    error file: {}\n", *msg);
+        if (!w->last_stderr.empty()) {
+          out += "    last stderr lines:\n";
+          for (const auto& l : w->last_stderr) out += fmt::format("      {}\n", l);
+        }
+      }
+      first = false;
+    }
+    console_.write(stderr, out);
+  }
+
+  static std::optional<std::string> read_error_file(const fs::path& path) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    try {
+      auto j = json::parse(in);
+      const auto& m = j.at("message");
+      if (m.is_string()) return m.get<std::string>();
+      std::string text = m.value("message", std::string());
+      if (m.contains("extraInfo") && m["extraInfo"].contains("py_callstack")) {
+        text += "\n" + m["extraInfo"]["py_callstack"].get<std::string>();
+      }
+      return text;
+    } catch (const std::exception& e) {
+      return fmt::format("(unreadable error file {}: {})", path.string(), e.what());
+    }
+  }
+
+  const SupervisorConfig& config_;
+  std::vector<RankAssignment> plan_;
+  SupervisorMachine machine_;
+  Guardian guardian_;
+  asio::io_context io_{1};
+  asio::signal_set signals_;
+  asio::signal_set child_signal_;
+  asio::steady_timer grace_timer_;
+  asio::steady_timer backoff_timer_;
+  asio::steady_timer drain_timer_;
+  EventLog events_;
+  Console console_;
+  std::unique_ptr<store::StoreServer> store_;
+  std::uint16_t master_port_ = 0;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<RankExit> exits_;
+  bool stopping_announced_ = false;
+  bool finished_ = false;
+  int exit_code_ = 1;
+};
+
+}  // namespace
+
+int run_supervisor(const SupervisorConfig& config) {
+  std::signal(SIGPIPE, SIG_IGN);
+  Supervisor supervisor(config);
+  return supervisor.run();
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,39 @@
+#pragma once
+// Supervisor: the I/O shell around SupervisorMachine. One Asio event loop: the embedded store,
+// SIGCHLD and handled signals (signal_set), worker output pipes, timers. No polling loop.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "launcher/rank_plan.hpp"
+#include "launcher/worker_env.hpp"
+
+namespace ddp::launcher {
+
+enum class StoreMode { Agent, Rank0 };
+
+struct SupervisorConfig {
+  std::vector<std::string> worker_argv;  // argv[0] resolved; may hold {rank}-style placeholders
+  RankPlanInput plan;
+  std::string master_addr = "127.0.0.1";
+  std::uint16_t master_port = 0;  // 0: agent mode picks a free port
+  StoreMode store_mode = StoreMode::Agent;
+  int max_restarts = 0;
+  std::chrono::milliseconds shutdown_grace{30000};
+  std::chrono::milliseconds restart_backoff{100};
+  std::string run_id = "none";
+  std::filesystem::path run_dir;   // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
+  bool log_to_files = false;       // --log-dir given: also write per-rank files
+  std::string events_path;         // JSON lines; empty: none
+  std::vector<int> handled_signals;
+  std::string backend = "gloo";
+  EnvMap base_env;
+};
+
+// Runs the job to the end; returns the supervisor's exit code (0 success, 1 failure,
+// 128+signo when stopped by a handled signal).
+int run_supervisor(const SupervisorConfig& config);
+
+}  // namespace ddp::launcher
