@@ -32,6 +32,11 @@ int listen_backlog() {
 // Stop reading a connection whose unsent replies pile up past this (a client that pipelines
 // requests without reading answers); reading resumes once they drain.
 constexpr std::size_t kOutputHighWater = 4u << 20;
+// A connection with this much unsent and more coming is not reading at all: it is dropped. Its
+// own requests stop being read at the high water, but other clients' writes keep adding to a
+// WATCH_KEY connection's notifications (old and new value each). A single reply into an empty
+// queue is always taken, however large (LIST_KEYS of a big store).
+constexpr std::size_t kOutputLimit = 64u << 20;
 constexpr std::size_t kReadChunk = 64u << 10;
 
 }  // namespace
@@ -50,6 +55,8 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     bool reading = false;   // a read wait is armed
     bool dirty = false;     // in the flush list
     bool closing = false;   // close after `out` drains
+    bool paused = false;    // `in` holds requests left unparsed while `out` was over the high water
+    bool overflowed = false;  // `out` passed kOutputLimit: dropped once the current request is done
     std::string peer;
   };
   using SessionPtr = std::shared_ptr<Session>;
@@ -141,9 +148,12 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     stats_.accepted++;
     if (sessions_.size() >= config_.limits.max_connections) {
       stats_.refused_over_limit++;
-      warn_rate_limited(fmt::format("refusing a connection: {} connections open, the limit is {} "
-                                    "(--max-connections)", sessions_.size(), config_.limits.max_connections));
       boost::system::error_code ec;
+      auto peer = socket.remote_endpoint(ec);  // who is opening so many: worth the syscall here
+      warn_rate_limited(fmt::format("refusing a connection from {}: {} connections open, the limit is {} "
+                                    "(--max-connections)",
+                                    ec ? std::string("?") : fmt::format("{}:{}", peer.address().to_string(), peer.port()),
+                                    sessions_.size(), config_.limits.max_connections));
       socket.close(ec);
       return;
     }
@@ -174,14 +184,30 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       std::size_t n = s->socket.read_some(asio::buffer(chunk_.data(), chunk_.size()), ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) break;
       if (ec) {  // EOF or reset: the client is gone
+        if (!s->in.empty() && !s->closing) {
+          // A client killed mid-send (1.13 writes one request in many pieces) or a broken one.
+          spdlog::warn("store connection {} from {} closed in the middle of a request ({} bytes of it received)",
+                       s->id, peer_of(*s), s->in.size());
+        }
         drop(s);
         flush_dirty();
         return;
       }
       consume(s, std::string_view(chunk_.data(), n));
-      if (s->closing || n < chunk_.size()) break;
+      if (s->closing || s->paused || n < chunk_.size()) break;
     }
     flush_dirty();
+    resume(s);
+  }
+
+  // Reads again once the replies are under the high water, first parsing what consume() left
+  // unparsed when they were not: those requests may be all the client sends before it reads.
+  void resume(const SessionPtr& s) {
+    while (s->paused && !s->closing && s->out.size() < kOutputHighWater) {
+      s->paused = false;
+      consume(s, {});
+      flush_dirty();
+    }
     if (!s->closing && s->out.size() < kOutputHighWater) arm_read(s);
   }
 
@@ -207,6 +233,13 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       spdlog::trace("connection {} speaks dialect {}", s->id, dialect_name(s->dialect));
     }
     while (used < buf.size() && !s->closing) {
+      if (s->out.size() >= kOutputHighWater) {
+        // A client pipelining requests without reading the replies: one read of small GETs
+        // could otherwise queue thousands of values of up to 8 MiB. Parse the rest once the
+        // replies drain (resume()).
+        s->paused = true;
+        break;
+      }
       ParseResult r = parse_request(buf.substr(used), s->dialect, config_.limits, request_);
       if (r.status == ParseStatus::NeedMore) break;
       if (r.status == ParseStatus::Error) {
@@ -216,6 +249,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       used += r.consumed;
       stats_.requests++;
       state_.handle(s->id, request_, *this);
+      if (!overflowed_.empty()) drop_overflowed();
     }
     if (s->closing) return;
     if (buf.data() == s->in.data()) {
@@ -230,6 +264,13 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     auto it = sessions_.find(conn);
     if (it == sessions_.end()) return;
     auto& s = it->second;
+    if (s->overflowed) return;  // about to be dropped
+    if (!s->out.empty() && s->out.size() + bytes.size() > kOutputLimit) {
+      // Dropped after the state is done with this request: it may be iterating the watchers.
+      s->overflowed = true;
+      overflowed_.push_back(s);
+      return;
+    }
     s->out.append(bytes);
     if (!s->dirty) {
       s->dirty = true;
@@ -249,6 +290,19 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     if (!s->dirty) {
       s->dirty = true;
       dirty_.push_back(s);
+    }
+  }
+
+  void drop_overflowed() {
+    auto list = std::move(overflowed_);
+    overflowed_.clear();
+    for (auto& s : list) {
+      stats_.closed_for_violation++;
+      spdlog::warn("closing store connection {} from {}: it is not reading its replies ({} bytes unsent, the "
+                   "limit is {})", s->id, peer_of(*s), s->out.size(), kOutputLimit);
+      s->closing = true;  // if it is the requester, stop parsing its requests
+      std::string().swap(s->out);
+      drop(s);
     }
   }
 
@@ -272,7 +326,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
           s->writing = false;
           if (e) return;
           self->flush(s);
-          if (!s->closing && s->out.size() < kOutputHighWater) self->arm_read(s);
+          self->resume(s);
         });
         return;
       }
@@ -287,6 +341,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
 
   void drop(const SessionPtr& s) {
     if (sessions_.erase(s->id) == 0) return;
+    s->closing = true;  // gone: resume() and consume() must not hand its requests to the state
     state_.disconnect(s->id);
     boost::system::error_code ec;
     s->socket.close(ec);
@@ -316,6 +371,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
   asio::steady_timer retry_;
   std::unordered_map<ConnId, SessionPtr> sessions_;
   std::vector<SessionPtr> dirty_;
+  std::vector<SessionPtr> overflowed_;  // sessions to drop once the current request is handled
   std::vector<char> chunk_ = std::vector<char>(kReadChunk);
   Request request_;
   ConnId next_id_ = 0;

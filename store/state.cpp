@@ -232,6 +232,17 @@ void StoreState::op_append(ConnId conn, Request& req, Outbox& out) {
 }
 
 void StoreState::op_multi_get(ConnId conn, Request& req, Outbox& out) {
+  // Keys may repeat: 131072 copies of one 8 MiB key would make a 1 TiB reply. A reply is held to
+  // the limit a request has.
+  std::size_t reply_bytes = 0;
+  for (const auto& key : req.keys) {
+    auto it = kv_.find(key);
+    reply_bytes += 8 + (it == kv_.end() ? 0 : it->second.size());
+  }
+  if (reply_bytes > limits_.max_request_bytes) {
+    return out.close(conn, fmt::format("MULTI_GET reply of {} bytes would pass the request limit of {} bytes",
+                                       reply_bytes, limits_.max_request_bytes));
+  }
   for (const auto& key : req.keys) {
     auto it = kv_.find(key);
     put_bytes(scratch_, it == kv_.end() ? std::string_view() : std::string_view(it->second));
