@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +38,10 @@ constexpr std::size_t kOutputHighWater = 4u << 20;
 // WATCH_KEY connection's notifications (old and new value each). A single reply into an empty
 // queue is always taken, however large (LIST_KEYS of a big store).
 constexpr std::size_t kOutputLimit = 64u << 20;
+// Each connection reads into its own buffer (an armed async_receive needs one): small at first,
+// since thousands of mostly idle rendezvous connections each hold one, doubled after every read
+// that fills it (a client sending big values) up to kReadChunk.
+constexpr std::size_t kFirstReadBuffer = 1024;
 constexpr std::size_t kReadChunk = 64u << 10;
 
 }  // namespace
@@ -49,6 +54,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     ConnId id = 0;
     bool sniffed = false;
     Dialect dialect = Dialect::A;
+    std::vector<char> rbuf = std::vector<char>(kFirstReadBuffer);  // where the armed receive lands
     std::string in;   // bytes received but not yet a whole request
     std::string out;  // replies not yet written
     bool writing = false;   // waiting for the socket to become writable
@@ -92,6 +98,10 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     }
     acceptor_.listen(listen_backlog());
     acceptor_.non_blocking(true);
+    // Linux copies TCP_NODELAY from the listening socket into each accepted one, which saves a
+    // setsockopt per connection (a syscall costs ~1.5 us on the VMs we run on); on_accepted checks
+    // the first connection and sets it per socket if this kernel does not copy it.
+    acceptor_.set_option(tcp::no_delay(true), ec);
     spdlog::debug("store listening on {}:{} (backlog {})", config_.host, port(), listen_backlog());
   }
 
@@ -158,7 +168,12 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       return;
     }
     boost::system::error_code ec;
-    socket.set_option(tcp::no_delay(true), ec);
+    if (!nodelay_inherited_) {
+      tcp::no_delay inherited;
+      socket.get_option(inherited, ec);
+      nodelay_inherited_ = !ec && inherited.value();
+    }
+    if (!*nodelay_inherited_) socket.set_option(tcp::no_delay(true), ec);
     socket.non_blocking(true, ec);
     auto s = std::make_shared<Session>(std::move(socket));
     s->id = ++next_id_;
@@ -168,34 +183,34 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
   }
 
   // ---- reading ----
+  // An armed async_receive, not async_wait + read_some: Asio re-arms a wait with an epoll_ctl
+  // every time, while a receive that found the socket drained is just queued and performed by the
+  // reactor when data arrives (one recv per arrival, no extra syscalls). Measured: 5 epoll_ctl per
+  // rendezvous connection before, 2 (add, remove) after.
   void arm_read(const SessionPtr& s) {
     if (s->reading || s->closing || stopped_) return;
     s->reading = true;
-    s->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), s](boost::system::error_code ec) {
-      s->reading = false;
-      if (ec) return;  // closed under us
-      self->read_ready(s);
-    });
+    s->socket.async_receive(asio::buffer(s->rbuf),
+                            [self = shared_from_this(), s](boost::system::error_code ec, std::size_t n) {
+                              s->reading = false;
+                              if (ec == asio::error::operation_aborted) return;  // closed under us
+                              self->read_done(s, ec, n);
+                            });
   }
 
-  void read_ready(const SessionPtr& s) {
-    for (int round = 0; round < 16; ++round) {
-      boost::system::error_code ec;
-      std::size_t n = s->socket.read_some(asio::buffer(chunk_.data(), chunk_.size()), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
-      if (ec) {  // EOF or reset: the client is gone
-        if (!s->in.empty() && !s->closing) {
-          // A client killed mid-send (1.13 writes one request in many pieces) or a broken one.
-          spdlog::warn("store connection {} from {} closed in the middle of a request ({} bytes of it received)",
-                       s->id, peer_of(*s), s->in.size());
-        }
-        drop(s);
-        flush_dirty();
-        return;
+  void read_done(const SessionPtr& s, boost::system::error_code ec, std::size_t n) {
+    if (ec) {  // EOF or reset: the client is gone
+      if (!s->in.empty() && !s->closing) {
+        // A client killed mid-send (1.13 writes one request in many pieces) or a broken one.
+        spdlog::warn("store connection {} from {} closed in the middle of a request ({} bytes of it received)",
+                     s->id, peer_of(*s), s->in.size());
       }
-      consume(s, std::string_view(chunk_.data(), n));
-      if (s->closing || s->paused || n < chunk_.size()) break;
+      drop(s);
+      flush_dirty();
+      return;
     }
+    consume(s, std::string_view(s->rbuf.data(), n));
+    if (n == s->rbuf.size() && s->rbuf.size() < kReadChunk) s->rbuf.resize(s->rbuf.size() * 2);
     flush_dirty();
     resume(s);
   }
@@ -372,9 +387,9 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
   std::unordered_map<ConnId, SessionPtr> sessions_;
   std::vector<SessionPtr> dirty_;
   std::vector<SessionPtr> overflowed_;  // sessions to drop once the current request is handled
-  std::vector<char> chunk_ = std::vector<char>(kReadChunk);
   Request request_;
   ConnId next_id_ = 0;
+  std::optional<bool> nodelay_inherited_;  // known after the first accept
   bool stopped_ = false;
   ServerStats stats_;
   std::chrono::steady_clock::time_point last_warning_{};
