@@ -62,7 +62,7 @@ class Reader {
   bool count(std::uint64_t& n) {
     if (!u64(n)) return false;
     if (n > limits_.max_keys_per_request) {
-      return fail(fmt::format("{} keys in one request exceeds the limit of {}", static_cast<std::int64_t>(n),
+      return fail(fmt::format("{} keys in one request exceeds the limit of {}", n,
                               limits_.max_keys_per_request));
     }
     return true;

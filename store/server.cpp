@@ -63,6 +63,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     bool closing = false;   // close after `out` drains
     bool paused = false;    // `in` holds requests left unparsed while `out` was over the high water
     bool overflowed = false;  // `out` passed kOutputLimit: dropped once the current request is done
+    tcp::endpoint remote;  // from accept(); formatted only when a warning needs it
     std::string peer;
   };
   using SessionPtr = std::shared_ptr<Session>;
@@ -131,7 +132,8 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     for (;;) {
       boost::system::error_code ec;
       tcp::socket socket(io_);
-      acceptor_.accept(socket, ec);
+      tcp::endpoint remote;
+      acceptor_.accept(socket, remote, ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) break;
       if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
           ec == asio::error::no_memory) {
@@ -149,21 +151,20 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
         spdlog::warn("accept failed: {}", ec.message());
         continue;
       }
-      on_accepted(std::move(socket));
+      on_accepted(std::move(socket), remote);
     }
     arm_accept();
   }
 
-  void on_accepted(tcp::socket socket) {
+  void on_accepted(tcp::socket socket, const tcp::endpoint& remote) {
     stats_.accepted++;
     if (sessions_.size() >= config_.limits.max_connections) {
       stats_.refused_over_limit++;
       boost::system::error_code ec;
-      auto peer = socket.remote_endpoint(ec);  // who is opening so many: worth the syscall here
-      warn_rate_limited(fmt::format("refusing a connection from {}: {} connections open, the limit is {} "
+      warn_rate_limited(fmt::format("refusing a connection from {}:{}: {} connections open, the limit is {} "
                                     "(--max-connections)",
-                                    ec ? std::string("?") : fmt::format("{}:{}", peer.address().to_string(), peer.port()),
-                                    sessions_.size(), config_.limits.max_connections));
+                                    remote.address().to_string(), remote.port(), sessions_.size(),
+                                    config_.limits.max_connections));
       socket.close(ec);
       return;
     }
@@ -177,6 +178,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     socket.non_blocking(true, ec);
     auto s = std::make_shared<Session>(std::move(socket));
     s->id = ++next_id_;
+    s->remote = remote;
     sessions_.emplace(s->id, s);
     spdlog::trace("connection {} accepted", s->id);
     arm_read(s);
@@ -335,6 +337,9 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     while (!s->out.empty() && !s->writing) {
       boost::system::error_code ec;
       std::size_t n = s->socket.write_some(asio::buffer(s->out), ec);
+      if ((ec == asio::error::would_block || ec == asio::error::try_again) && s->closing) {
+        break;  // a violator that does not read gets what fits in its socket buffer, then the close
+      }
       if (ec == asio::error::would_block || ec == asio::error::try_again) {
         s->writing = true;
         s->socket.async_wait(tcp::socket::wait_write, [self = shared_from_this(), s](boost::system::error_code e) {
@@ -351,7 +356,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       }
       s->out.erase(0, n);
     }
-    if (s->out.empty() && s->closing) drop(s);
+    if (s->closing) drop(s);
   }
 
   void drop(const SessionPtr& s) {
@@ -364,11 +369,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
   }
 
   std::string peer_of(Session& s) {
-    if (s.peer.empty()) {
-      boost::system::error_code ec;
-      auto ep = s.socket.remote_endpoint(ec);
-      s.peer = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
-    }
+    if (s.peer.empty()) s.peer = fmt::format("{}:{}", s.remote.address().to_string(), s.remote.port());
     return s.peer;
   }
 

@@ -433,15 +433,22 @@ void StoreState::wake_one(const std::string& key, Outbox& out) {
   auto it = waits_.find(key);
   if (it == waits_.end()) return;
   WaitList& list = it->second;
-  for (std::size_t i = 0; i < list.entries.size(); ++i) {
+  // As torch's libuv server: the pushed item satisfies waiters in order until one of them has all
+  // its keys (a multi-key wait that still misses others consumes this key but is not answered).
+  for (std::size_t i = 0; i < list.entries.size();) {
     Waiter w = list.entries[i];
     auto cit = conns_.find(w.conn);
-    if (cit == conns_.end() || cit->second.generation != w.generation) continue;
+    if (cit == conns_.end() || cit->second.generation != w.generation) {
+      ++i;
+      continue;
+    }
     list.entries.erase(list.entries.begin() + static_cast<std::ptrdiff_t>(i));
     WaitList* lp = &list;
+    bool answered = cit->second.pending == 1;
+    bool last = lp->live == 1;
     finish_waiter(cit->second, lp, w.conn, out);
-    drop_registration(lp);  // may erase the list
-    return;
+    drop_registration(lp);  // erases the list when `last`
+    if (answered || last) return;
   }
 }
 

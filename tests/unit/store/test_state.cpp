@@ -339,3 +339,14 @@ TEST_CASE("a second VALIDATE closes the connection") {
   f.run(3, req(Op::Validate));
   CHECK(f.out.closed.count(3));
 }
+
+TEST_CASE("a queue push passes over a multi-key waiter that still misses keys (libuv order)") {
+  Fixture f;
+  f.run(3, req(Op::Wait, {"/q", "/other"}));  // consumes /q but still needs /other
+  f.run(4, req(Op::Wait, {"/q"}));
+  f.run(1, req(Op::QueuePush, {"/q"}, {"a"}));
+  CHECK(f.out.take(4) == kStop);
+  CHECK(f.out.take(3).empty());
+  f.run(1, req(Op::Set, {"/other"}, {"1"}));
+  CHECK(f.out.take(3) == kStop);
+}
