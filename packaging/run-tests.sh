@@ -5,5 +5,4 @@ cd "$(dirname "$0")/.."
 ./packaging/install-deps.sh
 ./packaging/build.sh
 ./tests/chroot/prepare.sh  # torch 2.6/2.14 chroots for the torch2x tests, built once per machine
-cd build
-ctest --preset "${PRESET:-ci}" "$@"
+ctest --preset "${PRESET:-ci}" "$@"   # presets live in the source dir; the build dir comes from the preset
