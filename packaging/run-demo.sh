@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The README's main command: installs what is missing, builds, and runs the main job.
-# For now the job is: our rendezvous store, and two real torch processes that meet through it
-# with init_process_group("gloo", init_method="env://") and all_reduce a tensor.
+# For now the job is: `ddp-launch run` hosting the rendezvous store and two real torch (gloo, CPU)
+# workers that meet through it with init_process_group(init_method="env://") and all_reduce.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./packaging/install-deps.sh >/dev/null
 ./packaging/build.sh >/dev/null
-exec /usr/bin/python3 examples/store_allreduce_demo.py --ddp-launch build/bin/ddp-launch --ranks 2
+events=$(mktemp /tmp/ddp-launch-demo.XXXXXX.jsonl)
+set -x
+build/bin/ddp-launch run --nproc-per-node 2 --python /usr/bin/python3 --events "$events" examples/allreduce.py
+{ set +x; } 2>/dev/null
+echo "demo: OK — event stream in $events"
