@@ -33,5 +33,8 @@ inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
 
 // --- ours ---
 inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|info|warn|error
+// `run --store file`: the FileStore file of this attempt (init_method="file://" + this value).
+// Fresh for every attempt; the supervisor removes it after the job.
+inline constexpr std::string_view kFileStorePath = "DDP_FILESTORE_PATH";
 
 }  // namespace ddp::env

@@ -42,6 +42,10 @@ struct RunArgs {
   std::string rdzv_id = "none";
   std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string store = "agent";
+  std::string filestore;
+  std::string redirects = "0";
+  std::string tee = "0";
+  std::string local_ranks_filter;
   double shutdown_grace = 30;
   std::string events;
   std::string python;
@@ -171,9 +175,25 @@ Command add_run_command(CLI::App& app) {
                   "Signals forwarded to every worker group")
       ->envname("PET_SIGNALS_TO_HANDLE")
       ->capture_default_str();
-  sub->add_option("--store", a->store, "agent: we host the store; rank0: the script's rank 0 hosts it")
-      ->check(CLI::IsMember({"agent", "rank0"}))
+  auto* store_opt =
+      sub->add_option("--store", a->store,
+                      "agent: we host the store; rank0: the script's rank 0 hosts it; file: a FileStore file "
+                      "({filestore_url}, $DDP_FILESTORE_PATH)")
+          ->check(CLI::IsMember({"agent", "rank0", "file"}))
+          ->capture_default_str();
+  auto* filestore_opt = sub->add_option(
+      "--filestore", a->filestore,
+      "--store file at this fixed path (default: under the run directory); a stale file there is removed first");
+  sub->add_option("-r,--redirects", a->redirects,
+                  "Streams to files only: mask 1=stdout 2=stderr 3=both, or per local rank i:v,i:v")
+      ->envname("PET_REDIRECTS")
       ->capture_default_str();
+  sub->add_option("-t,--tee", a->tee, "Streams to files and the console: same format as --redirects")
+      ->envname("PET_TEE")
+      ->capture_default_str();
+  sub->add_option("--local-ranks-filter,--local_ranks_filter", a->local_ranks_filter,
+                  "Local ranks shown on the console, e.g. 0,2 (files are unaffected; default: all)")
+      ->envname("PET_LOCAL_RANKS_FILTER");
   sub->add_option("--shutdown-grace", a->shutdown_grace, "Seconds between SIGTERM and SIGKILL when stopping")
       ->capture_default_str();
   sub->add_option("--events", a->events, "Write the supervisor's life as JSON lines to FILE");
@@ -183,7 +203,7 @@ Command add_run_command(CLI::App& app) {
   sub->prefix_command();
   sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");
 
-  auto run = [a, sub]() -> int {
+  auto run = [a, sub, store_opt, filestore_opt]() -> int {
     a->command = sub->remaining();
     if (!a->command.empty() && a->command.front() == "--") a->command.erase(a->command.begin());
     if (a->command.empty()) {
@@ -212,7 +232,24 @@ Command add_run_command(CLI::App& app) {
     if (c.plan.nnodes > 1 && c.master_port == 0) {
       throw UsageError("several nodes need an agreed store port: pass --master-port (and --master-addr of node 0)");
     }
-    c.store_mode = a->store == "rank0" ? launcher::StoreMode::Rank0 : launcher::StoreMode::Agent;
+    if (filestore_opt->count() > 0) {
+      if (store_opt->count() > 0 && a->store != "file") {
+        throw UsageError(fmt::format("--filestore needs --store file, not --store {}", a->store));
+      }
+      if (a->filestore.rfind("file://", 0) == 0) a->filestore.erase(0, 7);
+      if (a->filestore.empty()) throw UsageError("--filestore: give a path");
+      a->store = "file";
+      c.filestore_path = a->filestore;
+    }
+    c.store_mode = a->store == "rank0"  ? launcher::StoreMode::Rank0
+                   : a->store == "file" ? launcher::StoreMode::File
+                                        : launcher::StoreMode::Agent;
+    if (c.store_mode == launcher::StoreMode::File && c.plan.nnodes > 1) {
+      throw UsageError("--store file is for one node (a FileStore on a shared filesystem is not supported yet)");
+    }
+    c.redirects = launcher::parse_std_streams(a->redirects, c.plan.nproc_per_node, "--redirects");
+    c.tee = launcher::parse_std_streams(a->tee, c.plan.nproc_per_node, "--tee");
+    c.console_ranks = launcher::parse_local_ranks_filter(a->local_ranks_filter, c.plan.nproc_per_node);
     c.max_restarts = a->max_restarts;
     c.shutdown_grace = std::chrono::milliseconds(static_cast<long>(a->shutdown_grace * 1000));
     c.run_id = a->rdzv_id == "none" && a->standalone ? make_run_id() : a->rdzv_id;
@@ -229,6 +266,10 @@ Command add_run_command(CLI::App& app) {
       c.log_to_files = true;
     } else {
       c.run_dir = std::filesystem::temp_directory_path() / fmt::format("ddp-launch-{}-{}", c.run_id, ::getpid());
+      bool to_files = false;
+      for (std::size_t i = 0; i < c.redirects.size(); ++i) to_files = to_files || c.redirects[i] || c.tee[i];
+      // torchrun writes redirected and teed streams under a temporary directory without --log-dir.
+      if (to_files) spdlog::info("no --log-dir: per-rank log files go under {}", c.run_dir.string());
     }
 
     if (a->no_python) {

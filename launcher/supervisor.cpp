@@ -29,10 +29,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/supervisor_machine.hpp"
+#include "store/filestore_cleaner.hpp"
 #include "store/server.hpp"
 
 namespace asio = boost::asio;
@@ -154,6 +156,7 @@ struct Stream {
   std::string partial;
   std::vector<char> buf = std::vector<char>(64 * 1024);
   bool open = true;
+  bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
   std::ofstream file;
 };
 
@@ -192,7 +195,8 @@ class Supervisor {
                              {"world_size", plan_.front().world_size},
                              {"nproc", config_.plan.nproc_per_node},
                              {"node_rank", config_.plan.node_rank},
-                             {"store", config_.store_mode == StoreMode::Agent ? "agent" : "rank0"},
+                             {"store", store_mode_name()},
+                             {"filestore", filestore_.string()},
                              {"master_addr", config_.master_addr},
                              {"master_port", master_port_},
                              {"supervisor_pid", ::getpid()}});
@@ -202,8 +206,39 @@ class Supervisor {
   }
 
  private:
+  const char* store_mode_name() const {
+    switch (config_.store_mode) {
+      case StoreMode::Agent: return "agent";
+      case StoreMode::Rank0: return "rank0";
+      case StoreMode::File: return "file";
+    }
+    return "?";
+  }
+
+  // --store file: the path is ours for the whole run. A file a killed run left there is removed
+  // first; one that live processes use is an error naming them (store::prepare_filestore_path).
+  void prepare_filestore() {
+    filestore_ = config_.filestore_path.empty() ? config_.run_dir / "filestore" : config_.filestore_path;
+    filestore_ = fs::absolute(filestore_);
+    std::error_code ec;
+    fs::create_directories(filestore_.parent_path(), ec);
+    store::CleanOptions options;
+    options.ignore_pids = {guardian_.pid()};  // a fork of ours: it repeats our argv
+    auto report = store::prepare_filestore_path(filestore_, options);
+    if (report.outcome == store::CleanOutcome::Removed) {
+      events_.emit("filestore_cleaned", {{"path", filestore_.string()}});
+    }
+    spdlog::info("rendezvous store (file): {}", filestore_.string());
+  }
+
+  void remove_filestore(const char* why) {
+    std::error_code ec;
+    if (!filestore_.empty() && fs::remove(filestore_, ec)) spdlog::info("removed the FileStore {} ({})", filestore_.string(), why);
+  }
+
   void prepare_store() {
     master_port_ = config_.master_port;
+    if (config_.store_mode == StoreMode::File) prepare_filestore();
     if (config_.store_mode == StoreMode::Agent && config_.plan.node_rank == 0) {
       store::ServerConfig sc;
       sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
@@ -212,7 +247,7 @@ class Supervisor {
       store_->start();
       master_port_ = store_->port();
       spdlog::info("rendezvous store (agent) listening on {}:{}", sc.host, master_port_);
-    } else if (config_.store_mode == StoreMode::Rank0 && master_port_ == 0) {
+    } else if (config_.store_mode != StoreMode::Agent && master_port_ == 0) {
       // Rank 0 binds the port itself; pick one that is free now and do not hold it.
       asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
       master_port_ = probe.local_endpoint().port();
@@ -267,6 +302,9 @@ class Supervisor {
 
   void perform(const action::ResetStore&) {
     if (store_) store_->reset_state();
+    // Every attempt meets in a fresh file: the last one's keys (and a torn tail) must not leak in.
+    // The previous group is dead and swept, so the file is ours to remove.
+    if (machine_.attempt() > 0) remove_filestore("a fresh one for the restart");
   }
 
   void perform(const action::SpawnGroup& a) {
@@ -339,6 +377,7 @@ class Supervisor {
       w->err.pipe.close(ec);
     }
     if (store_) store_->stop();
+    remove_filestore("the job is over");
     guardian_.finish();
     io_.stop();
   }
@@ -359,9 +398,15 @@ class Supervisor {
     fs::create_directories(dir, fec);
     w->error_file = dir / "error.json";
     fs::remove(w->error_file, fec);
-    if (config_.log_to_files) {
-      w->out.file.open(dir / "stdout.log");
-      w->err.file.open(dir / "stderr.log");
+    auto local = static_cast<std::size_t>(ranks.local_rank);
+    auto mask_of = [&](const std::vector<int>& masks) { return local < masks.size() ? masks[local] : 0; };
+    int redirect = mask_of(config_.redirects);
+    int tee = mask_of(config_.tee);
+    bool shown = local >= config_.console_ranks.size() || config_.console_ranks[local];
+    for (auto [stream, bit, name] : {std::tuple{&w->out, 1, "stdout.log"}, std::tuple{&w->err, 2, "stderr.log"}}) {
+      // torchrun: a redirected stream goes to its file only, a teed one to the file and the console.
+      stream->console = shown && (!(redirect & bit) || (tee & bit));
+      if (config_.log_to_files || ((redirect | tee) & bit)) stream->file.open(dir / name);
     }
 
     WorkerEnvInput in;
@@ -374,6 +419,7 @@ class Supervisor {
     in.use_agent_store = config_.store_mode == StoreMode::Agent;
     in.error_file = w->error_file.string();
     in.backend = config_.backend;
+    if (config_.store_mode == StoreMode::File) in.filestore_path = filestore_.string();
     in.base_env = config_.base_env;
     auto launch = make_worker_launch(in, config_.worker_argv);
 
@@ -430,7 +476,7 @@ class Supervisor {
       w->last_stderr.push_back(line);
       if (w->last_stderr.size() > 20) w->last_stderr.pop_front();
     }
-    console_.write(console, fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
+    if (s.console) console_.write(console, fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
   }
 
   // The root cause first (the earliest failure), with the worker's own error file when it wrote one.
@@ -505,6 +551,7 @@ class Supervisor {
   Console console_;
   std::unique_ptr<store::StoreServer> store_;
   std::uint16_t master_port_ = 0;
+  fs::path filestore_;  // StoreMode::File
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<RankExit> exits_;
   bool stopping_announced_ = false;

@@ -12,7 +12,9 @@
 
 namespace ddp::launcher {
 
-enum class StoreMode { Agent, Rank0 };
+// Agent: we host a TCPStore; Rank0: the script's rank 0 does; File: a FileStore file per attempt
+// (workers use init_method="file://..." from {filestore_url} or DDP_FILESTORE_PATH).
+enum class StoreMode { Agent, Rank0, File };
 
 struct SupervisorConfig {
   std::vector<std::string> worker_argv;  // argv[0] resolved; may hold {rank}-style placeholders
@@ -26,6 +28,12 @@ struct SupervisorConfig {
   std::string run_id = "none";
   std::filesystem::path run_dir;   // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
   bool log_to_files = false;       // --log-dir given: also write per-rank files
+  std::filesystem::path filestore_path;  // StoreMode::File: --filestore, or empty for <run_dir>/filestore
+  // Per local rank: torchrun's -r/--redirects and -t/--tee masks (1 stdout, 2 stderr). Redirected
+  // streams go to the files only, teed ones to the files and the console. Empty: all 0.
+  std::vector<int> redirects;
+  std::vector<int> tee;
+  std::vector<bool> console_ranks;  // --local-ranks-filter: local ranks shown on the console; empty: all
   std::string events_path;         // JSON lines; empty: none
   std::vector<int> handled_signals;
   std::string backend = "gloo";

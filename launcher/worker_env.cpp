@@ -11,7 +11,7 @@ namespace ddp::launcher {
 
 std::map<std::string, std::string> placeholder_values(const WorkerEnvInput& in) {
   auto port = std::to_string(in.master_port);
-  return {
+  std::map<std::string, std::string> values{
       {"rank", std::to_string(in.ranks.rank)},
       {"local_rank", std::to_string(in.ranks.local_rank)},
       {"world_size", std::to_string(in.ranks.world_size)},
@@ -20,6 +20,8 @@ std::map<std::string, std::string> placeholder_values(const WorkerEnvInput& in) 
       {"dist_url", fmt::format("tcp://{}:{}", in.master_addr, port)},
       {"backend", in.backend},
   };
+  if (!in.filestore_path.empty()) values["filestore_url"] = "file://" + in.filestore_path;
+  return values;
 }
 
 std::string expand_placeholders(std::string_view arg, const std::map<std::string, std::string>& values) {
@@ -82,6 +84,7 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
   set(env::kRunId, in.run_id);
   set(env::kUseAgentStore, in.use_agent_store ? "True" : "False");
   if (!in.error_file.empty()) set(env::kErrorFile, in.error_file);
+  if (!in.filestore_path.empty()) set(env::kFileStorePath, in.filestore_path);
   for (auto name : {env::kNcclAsyncErrorHandling, env::kTorchNcclAsyncErrorHandling}) {
     if (!in.base_env.count(std::string(name))) set(name, "1");
   }
@@ -91,6 +94,72 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
   out.argv.reserve(argv_template.size());
   for (const auto& arg : argv_template) out.argv.push_back(expand_placeholders(arg, values));
   return out;
+}
+
+namespace {
+
+std::optional<int> parse_small_int(std::string_view text) {
+  if (text.empty() || text.size() > 6) return std::nullopt;
+  int n = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+std::vector<std::string_view> split_commas(std::string_view value) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (;;) {
+    auto comma = value.find(',', start);
+    out.push_back(value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+std::vector<int> parse_std_streams(std::string_view value, int nproc, std::string_view flag) {
+  auto bad = [&](std::string_view why) {
+    return UsageError(fmt::format("{} '{}': {}; give a mask 0..3 (1 stdout, 2 stderr, 3 both) for every "
+                                  "local rank, or per local rank as i:v,i:v (e.g. 0:3,1:2)",
+                                  flag, value, why));
+  };
+  std::vector<int> masks(static_cast<std::size_t>(nproc), 0);
+  if (value.find(':') == std::string_view::npos) {
+    auto mask = parse_small_int(value);
+    if (!mask || *mask > 3) throw bad("not a mask 0..3");
+    masks.assign(masks.size(), *mask);
+    return masks;
+  }
+  for (auto item : split_commas(value)) {
+    auto colon = item.find(':');
+    if (colon == std::string_view::npos) throw bad(fmt::format("'{}' is not i:v", item));
+    auto rank = parse_small_int(item.substr(0, colon));
+    auto mask = parse_small_int(item.substr(colon + 1));
+    if (!rank) throw bad(fmt::format("'{}' is not a local rank", item.substr(0, colon)));
+    if (*rank >= nproc) throw bad(fmt::format("local rank {} does not exist (0..{})", *rank, nproc - 1));
+    if (!mask || *mask > 3) throw bad(fmt::format("'{}' is not a mask 0..3", item.substr(colon + 1)));
+    masks[static_cast<std::size_t>(*rank)] = *mask;
+  }
+  return masks;
+}
+
+std::vector<bool> parse_local_ranks_filter(std::string_view value, int nproc) {
+  if (value.empty()) return std::vector<bool>(static_cast<std::size_t>(nproc), true);
+  std::vector<bool> shown(static_cast<std::size_t>(nproc), false);
+  for (auto item : split_commas(value)) {
+    auto rank = parse_small_int(item);
+    if (!rank || *rank >= nproc) {
+      throw UsageError(fmt::format("--local-ranks-filter '{}': '{}' is not a local rank 0..{}; give a comma "
+                                   "list such as 0,2",
+                                   value, item, nproc - 1));
+    }
+    shown[static_cast<std::size_t>(*rank)] = true;
+  }
+  return shown;
 }
 
 }  // namespace ddp::launcher

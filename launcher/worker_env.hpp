@@ -24,6 +24,7 @@ struct WorkerEnvInput {
   bool use_agent_store = true;  // TORCHELASTIC_USE_AGENT_STORE=True: workers are plain store clients
   std::string error_file;       // TORCHELASTIC_ERROR_FILE for this rank and attempt
   std::string backend = "gloo"; // for the {backend} placeholder
+  std::string filestore_path;   // --store file: DDP_FILESTORE_PATH and {filestore_url}; empty: none
   EnvMap base_env;              // the supervisor's own environment, inherited
 };
 
@@ -33,7 +34,8 @@ struct WorkerLaunch {
 };
 
 // Values for the argv placeholders {rank} {local_rank} {world_size} {master_addr} {master_port}
-// {dist_url} {backend}; "{{" and "}}" stand for literal braces.
+// {dist_url} {backend}, and {filestore_url} (file://PATH) with --store file; "{{" and "}}" stand
+// for literal braces.
 std::map<std::string, std::string> placeholder_values(const WorkerEnvInput& in);
 
 // Expands placeholders in one argument. An unknown {name} is a ddp::UsageError listing the known ones.
@@ -44,5 +46,15 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
 // torchrun's rule: OMP_NUM_THREADS=1 when the user left it unset and more than one rank shares
 // the node. Returns the value to set, or nullopt to leave the environment alone.
 std::optional<std::string> omp_threads_default(const EnvMap& base_env, int local_world_size);
+
+// torchrun's -r/--redirects and -t/--tee value: one bit mask 0..3 (1 stdout, 2 stderr) for every
+// local rank, or per local rank "i:v,i:v" (local ranks not listed: 0). Returns one mask per local
+// rank (nproc of them). A malformed value or a local rank outside 0..nproc-1 is a ddp::UsageError
+// naming `flag`.
+std::vector<int> parse_std_streams(std::string_view value, int nproc, std::string_view flag);
+
+// --local-ranks-filter "0,2": which local ranks the console shows (files are unaffected). Empty:
+// all of them. Returns one flag per local rank; a bad entry is a ddp::UsageError.
+std::vector<bool> parse_local_ranks_filter(std::string_view value, int nproc);
 
 }  // namespace ddp::launcher

@@ -103,3 +103,39 @@ TEST_CASE("an unknown placeholder is an error listing the known ones") {
     CHECK(msg.find("{rank}") != std::string::npos);
   }
 }
+
+TEST_CASE("--store file: {filestore_url} and DDP_FILESTORE_PATH only when there is a FileStore") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({1, 0, 2, "default"})[1];
+  CHECK_FALSE(placeholder_values(in).count("filestore_url"));
+  CHECK_FALSE(make_worker_launch(in, {"x"}).env.count("DDP_FILESTORE_PATH"));
+  in.filestore_path = "/tmp/run/filestore";
+  auto w = make_worker_launch(in, {"main.py", "--dist-url", "{filestore_url}"});
+  CHECK(w.argv == std::vector<std::string>{"main.py", "--dist-url", "file:///tmp/run/filestore"});
+  CHECK(w.env.at("DDP_FILESTORE_PATH") == "/tmp/run/filestore");
+}
+
+TEST_CASE("-r/--redirects and -t/--tee: one mask for all, or per local rank") {
+  CHECK(parse_std_streams("0", 2, "--tee") == std::vector<int>{0, 0});
+  CHECK(parse_std_streams("3", 3, "--tee") == std::vector<int>{3, 3, 3});
+  CHECK(parse_std_streams("0:1,2:3", 4, "--redirects") == std::vector<int>{1, 0, 3, 0});
+  CHECK(parse_std_streams("1:2", 2, "--redirects") == std::vector<int>{0, 2});
+  for (const char* bad : {"", "4", "-1", "x", "0:4", "2:1", "0:1,", "a:1", "1:", "0:1,1", "01234567"}) {
+    CAPTURE(bad);
+    try {
+      parse_std_streams(bad, 2, "--redirects");
+      FAIL("expected a usage error");
+    } catch (const ddp::UsageError& e) {
+      CHECK(std::string(e.what()).find("--redirects") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("--local-ranks-filter: empty shows all; listed ranks only; bad entries are errors") {
+  CHECK(parse_local_ranks_filter("", 3) == std::vector<bool>{true, true, true});
+  CHECK(parse_local_ranks_filter("0,2", 3) == std::vector<bool>{true, false, true});
+  CHECK(parse_local_ranks_filter("1", 2) == std::vector<bool>{false, true});
+  CHECK_THROWS_AS(parse_local_ranks_filter("2", 2), ddp::UsageError);
+  CHECK_THROWS_AS(parse_local_ranks_filter("0,", 2), ddp::UsageError);
+  CHECK_THROWS_AS(parse_local_ranks_filter("a", 2), ddp::UsageError);
+}

@@ -1,0 +1,170 @@
+"""`ddp-launch run --store file` (a FileStore rendezvous: cleaned before the launch, fresh per
+attempt, removed after) and torchrun's log flags (-r/--redirects, -t/--tee, --local-ranks-filter,
+--log-dir layout) with real processes."""
+import glob
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+from harness import DDP_LAUNCH, PYTHON, check, run_tests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "store_logs_worker.py")
+DIST = ["--dist-url", "{filestore_url}", "--world-size", "{world_size}", "--rank", "{rank}"]
+
+
+def launch(*args, timeout=60):
+    return subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def children(pid):
+    out = set()
+    for path in glob.glob(f"/proc/{pid}/task/*/children"):
+        with open(path) as f:
+            out |= {int(p) for p in f.read().split()}
+    return out
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def test_filestore_stale_file_of_killed_run_is_removed_before_the_next():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "rdzv", "store")
+        sup = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--store", "file",
+                                "--filestore", path, WORKER, *DIST, "--sleep", "300"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pids = []
+        lines = []
+        deadline = time.monotonic() + 45
+        while len(pids) < 2 and time.monotonic() < deadline:
+            line = sup.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            m = re.search(r"ready pid (\d+)", line)
+            if m:
+                pids.append(int(m.group(1)))
+        if len(pids) < 2:
+            sup.kill()
+            check(False, f"workers did not meet through the FileStore: {lines} {sup.stderr.read()}")
+        check(any(f"filestore {os.path.abspath(path)}" in l for l in lines), f"DDP_FILESTORE_PATH: {lines}")
+        check(os.path.exists(path), "no FileStore file at --filestore PATH while the job runs")
+        guardians = children(sup.pid) - set(pids)
+        sup.kill()
+        sup.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(alive(p) for p in pids + list(guardians)):
+            time.sleep(0.02)
+        check(not [p for p in pids if alive(p)], "the guardian did not kill the workers")
+        check(os.path.exists(path), "the killed run left no stale file (the test proves nothing)")
+
+        r = launch("--nproc-per-node", "2", "--store", "file", "--filestore", path, WORKER, *DIST)
+        check(r.returncode == 0, f"second run on the stale path: exit {r.returncode}: {r.stderr}")
+        check("removed it before the launch" in r.stderr, f"the log does not say the stale file was removed: "
+              f"{r.stderr}")
+        check("[rank 1]: rank 1 of 2 sum 3 attempt 0" in r.stdout, f"output: {r.stdout}")
+        check(not os.path.exists(path), "the FileStore file is still there after the job")
+
+
+def test_filestore_under_run_dir_is_fresh_per_attempt():
+    with tempfile.TemporaryDirectory() as d:
+        r = launch("--nproc-per-node", "2", "--store", "file", "--log-dir", d, "--max-restarts", "1", WORKER, *DIST,
+                   "--fail-rank", "1")
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        path = os.path.join(d, "filestore")
+        for attempt in (0, 1):
+            check(f"[rank 0]: rank 0 of 2 sum 3 attempt {attempt} filestore {path}" in r.stdout,
+                  f"attempt {attempt} did not meet through {path}: {r.stdout}")
+        check("a fresh one for the restart" in r.stderr, f"the restart did not get a fresh file: {r.stderr}")
+        check(not os.path.exists(path), "the FileStore file is still there after the job")
+
+
+def test_filestore_in_use_is_an_error_naming_the_holder():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "store")
+        code = ("import sys, time, torch.distributed as dist\n"
+                "s = dist.FileStore(sys.argv[1], 2)\ns.set('k', 'v')\nprint('ready', flush=True)\ntime.sleep(60)")
+        holder = subprocess.Popen([PYTHON, "-c", code, path], stdout=subprocess.PIPE, text=True)
+        try:
+            check(holder.stdout.readline().strip() == "ready", "the FileStore holder did not start")
+            r = launch("--nproc-per-node", "1", "--filestore", path, WORKER, *DIST, timeout=30)
+        finally:
+            holder.kill()
+            holder.wait()
+        check(r.returncode != 0, "started on a FileStore path another process uses")
+        check(str(holder.pid) in r.stderr, f"the error does not name the holder {holder.pid}: {r.stderr}")
+        check(os.path.exists(path), "the file in use was removed")
+
+
+def test_redirects_keep_output_off_the_console_and_in_the_files():
+    with tempfile.TemporaryDirectory() as d:
+        r = launch("--nproc-per-node", "2", "-r", "3", "--log-dir", d, WORKER)
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        check("from rank" not in r.stdout + r.stderr, f"redirected output reached the console: {r.stdout}{r.stderr}")
+        for rank in (0, 1):
+            base = os.path.join(d, "attempt_0", str(rank))
+            check(read(os.path.join(base, "stdout.log")) == f"out from rank {rank}\n", f"rank {rank} stdout.log")
+            check(read(os.path.join(base, "stderr.log")) == f"err from rank {rank}\n", f"rank {rank} stderr.log")
+        # per local rank, stdout only: rank 0 untouched, rank 1's stdout to its file, its stderr shown
+        r = launch("--nproc-per-node", "2", "--redirects", "1:1", "--log-dir", d, WORKER)
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        check("[rank 0]: out from rank 0" in r.stdout and "[rank 0]: err from rank 0" in r.stderr, "rank 0 hidden")
+        check("out from rank 1" not in r.stdout, f"rank 1's redirected stdout on the console: {r.stdout}")
+        check("[rank 1]: err from rank 1" in r.stderr, f"rank 1's stderr was not shown: {r.stderr}")
+        check(read(os.path.join(d, "attempt_0", "1", "stdout.log")) == "out from rank 1\n", "rank 1 stdout.log")
+
+
+def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
+    r = launch("--nproc-per-node", "2", "-t", "3", WORKER)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    for rank in (0, 1):
+        check(f"[rank {rank}]: out from rank {rank}" in r.stdout, f"rank {rank} stdout not teed: {r.stdout}")
+        check(f"[rank {rank}]: err from rank {rank}" in r.stderr, f"rank {rank} stderr not teed: {r.stderr}")
+    m = re.search(r"per-rank log files go under (\S+)", r.stderr)
+    check(m, f"the log does not say where the files are: {r.stderr}")
+    for rank in (0, 1):
+        check(read(os.path.join(m.group(1), "attempt_0", str(rank), "stdout.log")) == f"out from rank {rank}\n",
+              f"rank {rank} stdout.log under {m.group(1)}")
+
+
+def test_local_ranks_filter_hides_rank_1_on_the_console_only():
+    with tempfile.TemporaryDirectory() as d:
+        r = launch("--nproc-per-node", "2", "--local-ranks-filter", "0", "--log-dir", d, WORKER)
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        check("[rank 0]: out from rank 0" in r.stdout, f"rank 0 hidden: {r.stdout}")
+        check("from rank 1" not in r.stdout + r.stderr, f"rank 1 on the console: {r.stdout}{r.stderr}")
+        check(read(os.path.join(d, "attempt_0", "1", "stdout.log")) == "out from rank 1\n", "rank 1 stdout.log")
+        check(read(os.path.join(d, "attempt_0", "1", "stderr.log")) == "err from rank 1\n", "rank 1 stderr.log")
+
+
+def test_bad_log_flag_values_are_usage_errors():
+    for args, flag in ((["-r", "4"], "--redirects"), (["--tee", "0:1,x"], "--tee"),
+                       (["--local-ranks-filter", "5"], "--local-ranks-filter")):
+        r = launch("--nproc-per-node", "2", *args, WORKER, timeout=15)
+        check(r.returncode != 0, f"{args} accepted")
+        check(flag in r.stderr, f"{args}: the error does not name {flag}: {r.stderr}")
+
+
+run_tests([
+    test_filestore_stale_file_of_killed_run_is_removed_before_the_next,
+    test_filestore_under_run_dir_is_fresh_per_attempt,
+    test_filestore_in_use_is_an_error_naming_the_holder,
+    test_redirects_keep_output_off_the_console_and_in_the_files,
+    test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console,
+    test_local_ranks_filter_hides_rank_1_on_the_console_only,
+    test_bad_log_flag_values_are_usage_errors,
+])
