@@ -17,14 +17,15 @@ int main(int argc, char** argv) {
 
   std::map<CLI::App*, ddp::cli::Runner> runners;
   for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app),
-                        ddp::cli::add_run_command(app)}) {
+                        ddp::cli::add_run_command(app), ddp::cli::add_doctor_command(app)}) {
     runners[command.sub] = std::move(command.run);
   }
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits 0; any other parse error is a usage error, which every command documents as 2.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   ddp::init_logging(log_level);
   try {
