@@ -28,6 +28,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -52,6 +53,30 @@ double now_seconds() {
 std::string signal_name(int signo) {
   const char* abbrev = ::sigabbrev_np(signo);
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", signo);
+}
+
+// What /proc/<pid>/stat says about a live process: its process group and its start time (field
+// 22, clock ticks since boot: with the pid, an identity that survives pid reuse).
+struct ProcStat {
+  pid_t pgid = 0;
+  unsigned long long start_time = 0;
+};
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!std::getline(in, text)) return std::nullopt;
+  auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(close + 1));
+  std::vector<std::string> f;  // f[0] is field 3 (state)
+  for (std::string field; rest >> field;) f.push_back(field);
+  if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return std::nullopt;
+  try {
+    return ProcStat{static_cast<pid_t>(std::stol(f[2])), std::stoull(f[19])};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 // Console output from a separate thread with a bounded queue: a slow terminal must never stall
@@ -187,6 +212,8 @@ class Supervisor {
         events_(config.events_path) {}
 
   int run() {
+    sweep_predecessor();
+    record_processes();
     prepare_store();
     for (int s : config_.handled_signals) signals_.add(s);
     arm_signals();
@@ -206,6 +233,97 @@ class Supervisor {
   }
 
  private:
+  // <run_dir>/processes.json: this supervisor, its guardian and the current attempt's workers, each
+  // with its /proc start time. Rewritten (atomically) after every spawn, removed at a clean exit;
+  // one that outlives its supervisor tells the next one on this run directory what to sweep.
+  fs::path processes_path() const { return config_.run_dir / "processes.json"; }
+
+  void record_processes() {
+    auto entry = [](pid_t pid) {
+      auto st = read_proc_stat(pid);
+      return json{{"pid", pid}, {"pgid", st ? st->pgid : 0}, {"start_time", st ? st->start_time : 0}};
+    };
+    json j{{"supervisor", entry(::getpid())}, {"guardian", entry(guardian_.pid())},
+           {"attempt", machine_.attempt()}, {"workers", json::array()}};
+    for (const auto& w : workers_) {
+      auto e = entry(w->pid);
+      e["rank"] = w->ranks.rank;
+      e["local_rank"] = w->ranks.local_rank;
+      j["workers"].push_back(e);
+    }
+    std::error_code ec;
+    fs::create_directories(config_.run_dir, ec);
+    auto tmp = processes_path();
+    tmp += ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << j.dump() << '\n';
+      if (!out) {
+        spdlog::warn("cannot write {}: a successor will not be able to sweep what a SIGKILL leaves", tmp.string());
+        return;
+      }
+    }
+    fs::rename(tmp, processes_path(), ec);
+  }
+
+  // A predecessor on this run directory that was SIGKILLed together with its guardian leaves its
+  // workers' process groups behind (PDEATHSIG kills the workers, not their children). Kill what
+  // is provably its: a live group leader only when pid AND start time match; in a group whose
+  // leader is gone (the pgid cannot have been reused while the group exists), the members that
+  // started after the recorded leader.
+  void sweep_predecessor() {
+    std::ifstream in(processes_path());
+    if (!in) return;
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const std::exception& e) {
+      spdlog::warn("ignoring unreadable {}: {}", processes_path().string(), e.what());
+      return;
+    }
+    auto matches = [](const json& e) {
+      auto pid = e.value("pid", 0);
+      auto st = pid > 0 ? read_proc_stat(pid) : std::nullopt;
+      return st && st->start_time == e.value("start_time", 0ull);
+    };
+    const auto& sup = j.value("supervisor", json::object());
+    if (sup.value("pid", 0) != ::getpid() && matches(sup)) {
+      throw Error(fmt::format("run directory {} belongs to a running supervisor, pid {}: stop it, or give this "
+                              "run another --log-dir",
+                              config_.run_dir.string(), sup.value("pid", 0)));
+    }
+    std::vector<pid_t> killed;
+    for (const auto& w : j.value("workers", json::array())) {
+      pid_t leader = w.value("pid", 0);
+      pid_t pgid = w.value("pgid", 0);
+      auto start = w.value("start_time", 0ull);
+      if (leader <= 1 || pgid != leader || start == 0) continue;  // our workers lead their own groups
+      if (auto st = read_proc_stat(leader)) {
+        if (st->start_time != start || st->pgid != pgid) continue;  // the pid was reused: not ours
+        ::kill(-pgid, SIGKILL);
+        killed.push_back(leader);
+        continue;
+      }
+      std::error_code dec;
+      for (const auto& entry : fs::directory_iterator("/proc", fs::directory_options::skip_permission_denied, dec)) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        auto pid = static_cast<pid_t>(std::stol(name));
+        auto st = read_proc_stat(pid);
+        if (st && st->pgid == pgid && st->start_time >= start && ::kill(pid, SIGKILL) == 0) killed.push_back(pid);
+      }
+    }
+    if (!killed.empty()) {
+      std::string pids;
+      for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
+      spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind in {}: {}", killed.size(),
+                   sup.value("pid", 0), config_.run_dir.string(), pids);
+      events_.emit("swept_predecessor", {{"supervisor_pid", sup.value("pid", 0)}, {"pids", killed}});
+    }
+    std::error_code ec;
+    fs::remove(processes_path(), ec);
+  }
+
   const char* store_mode_name() const {
     switch (config_.store_mode) {
       case StoreMode::Agent: return "agent";
@@ -312,6 +430,7 @@ class Supervisor {
     workers_.clear();
     exits_.clear();
     for (const auto& ranks : plan_) spawn(ranks, a.attempt);
+    record_processes();
   }
 
   void perform(const action::SignalGroup& a) {
@@ -378,6 +497,8 @@ class Supervisor {
     }
     if (store_) store_->stop();
     remove_filestore("the job is over");
+    std::error_code ec;
+    fs::remove(processes_path(), ec);
     guardian_.finish();
     io_.stop();
   }

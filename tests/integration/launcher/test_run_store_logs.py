@@ -1,6 +1,8 @@
 """`ddp-launch run --store file` (a FileStore rendezvous: cleaned before the launch, fresh per
-attempt, removed after) and torchrun's log flags (-r/--redirects, -t/--tee, --local-ranks-filter,
---log-dir layout) with real processes."""
+attempt, removed after), torchrun's log flags (-r/--redirects, -t/--tee, --local-ranks-filter,
+--log-dir layout), and the sweep of what a supervisor SIGKILLed with its guardian left, with real
+processes."""
+import json
 import glob
 import os
 import re
@@ -12,6 +14,7 @@ from harness import DDP_LAUNCH, PYTHON, check, run_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "store_logs_worker.py")
+TREE = os.path.join(HERE, "tree_worker.py")
 DIST = ["--dist-url", "{filestore_url}", "--world-size", "{world_size}", "--rank", "{rank}"]
 
 
@@ -159,6 +162,64 @@ def test_bad_log_flag_values_are_usage_errors():
         check(flag in r.stderr, f"{args}: the error does not name {flag}: {r.stderr}")
 
 
+def test_successor_sweeps_what_a_supervisor_killed_with_its_guardian_left():
+    with tempfile.TemporaryDirectory() as d:
+        sup = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--log-dir", d,
+                                TREE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers, grandchildren = [], []
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline:
+            m = re.search(r"pids (\d+) (\d+)", sup.stdout.readline())
+            if m:
+                workers.append(int(m.group(1)))
+                grandchildren.append(int(m.group(2)))
+        try:
+            check(len(workers) == 2, "workers did not report their pids")
+            record = json.load(open(os.path.join(d, "processes.json")))
+            check(record["supervisor"]["pid"] == sup.pid, f"processes.json: {record}")
+            check(sorted(w["pid"] for w in record["workers"]) == sorted(workers), f"processes.json: {record}")
+            guardians = children(sup.pid) - set(workers)
+            check(guardians == {record["guardian"]["pid"]}, f"guardian {guardians} vs {record}")
+            os.kill(record["guardian"]["pid"], 9)
+            sup.kill()
+            sup.wait(timeout=10)
+            time.sleep(0.5)
+            check(all(alive(p) for p in grandchildren), "no orphaned grandchildren (the test proves nothing)")
+
+            r = launch("--nproc-per-node", "1", "--log-dir", d, WORKER)
+            check(r.returncode == 0, f"successor: exit {r.returncode}: {r.stderr}")
+            check("swept 2 process(es) a killed supervisor" in r.stderr, f"no sweep reported: {r.stderr}")
+            deadline = time.monotonic() + 1
+            while time.monotonic() < deadline and any(alive(p) for p in grandchildren):
+                time.sleep(0.02)
+            check(not [p for p in grandchildren if alive(p)], "the successor did not sweep the orphans")
+            check(not os.path.exists(os.path.join(d, "processes.json")), "processes.json left after a clean exit")
+        finally:
+            for p in workers + grandchildren:
+                if alive(p):
+                    os.kill(p, 9)
+            if sup.poll() is None:
+                sup.kill()
+
+
+def test_successor_leaves_reused_pids_alone():
+    with tempfile.TemporaryDirectory() as d:
+        bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        try:
+            fake = {"supervisor": {"pid": 999999999, "pgid": 0, "start_time": 1}, "guardian": {"pid": 0},
+                    "attempt": 0, "workers": [{"pid": bystander.pid, "pgid": bystander.pid, "start_time": 1,
+                                               "rank": 0, "local_rank": 0}]}
+            with open(os.path.join(d, "processes.json"), "w") as f:
+                json.dump(fake, f)
+            r = launch("--nproc-per-node", "1", "--log-dir", d, WORKER)
+            check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+            check(bystander.poll() is None, "a process whose start time does not match was killed")
+            check("swept" not in r.stderr, f"claimed a sweep: {r.stderr}")
+        finally:
+            bystander.kill()
+            bystander.wait()
+
+
 run_tests([
     test_filestore_stale_file_of_killed_run_is_removed_before_the_next,
     test_filestore_under_run_dir_is_fresh_per_attempt,
@@ -167,4 +228,6 @@ run_tests([
     test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console,
     test_local_ranks_filter_hides_rank_1_on_the_console_only,
     test_bad_log_flag_values_are_usage_errors,
+    test_successor_sweeps_what_a_supervisor_killed_with_its_guardian_left,
+    test_successor_leaves_reused_pids_alone,
 ])
