@@ -266,6 +266,16 @@ Command add_run_command(CLI::App& app) {
       c.log_to_files = true;
     } else {
       c.run_dir = std::filesystem::temp_directory_path() / fmt::format("ddp-launch-{}-{}", c.run_id, ::getpid());
+      if (a->rdzv_id != "none") {
+        // A run id names the job across restarts of the supervisor: the next one with the same id
+        // finds what this one records, and sweeps what it left if it was SIGKILLed with its guardian.
+        std::string id = a->rdzv_id;
+        for (char& ch : id) {
+          if (ch == '/') ch = '_';
+        }
+        c.processes_file = std::filesystem::temp_directory_path() /
+                           fmt::format("ddp-launch-{}-node{}.processes.json", id, c.plan.node_rank);
+      }
       bool to_files = false;
       for (std::size_t i = 0; i < c.redirects.size(); ++i) to_files = to_files || c.redirects[i] || c.tee[i];
       // torchrun writes redirected and teed streams under a temporary directory without --log-dir.

@@ -236,9 +236,12 @@ class Supervisor {
   // <run_dir>/processes.json: this supervisor, its guardian and the current attempt's workers, each
   // with its /proc start time. Rewritten (atomically) after every spawn, removed at a clean exit;
   // one that outlives its supervisor tells the next one on this run directory what to sweep.
-  fs::path processes_path() const { return config_.run_dir / "processes.json"; }
+  fs::path processes_path() const {
+    return config_.processes_file.empty() ? config_.run_dir / "processes.json" : config_.processes_file;
+  }
 
   void record_processes() {
+    if (record_disabled_) return;
     auto entry = [](pid_t pid) {
       auto st = read_proc_stat(pid);
       return json{{"pid", pid}, {"pgid", st ? st->pgid : 0}, {"start_time", st ? st->start_time : 0}};
@@ -252,7 +255,7 @@ class Supervisor {
       j["workers"].push_back(e);
     }
     std::error_code ec;
-    fs::create_directories(config_.run_dir, ec);
+    fs::create_directories(processes_path().parent_path(), ec);
     auto tmp = processes_path();
     tmp += ".tmp";
     {
@@ -288,9 +291,16 @@ class Supervisor {
     };
     const auto& sup = j.value("supervisor", json::object());
     if (sup.value("pid", 0) != ::getpid() && matches(sup)) {
-      throw Error(fmt::format("run directory {} belongs to a running supervisor, pid {}: stop it, or give this "
-                              "run another --log-dir",
-                              config_.run_dir.string(), sup.value("pid", 0)));
+      if (!config_.processes_file.empty()) {  // a shared run id, not a shared directory: no conflict
+        spdlog::warn("another supervisor (pid {}) runs with this run id; this one records its processes nowhere "
+                     "(a successor cannot sweep what a SIGKILL leaves)",
+                     sup.value("pid", 0));
+        record_disabled_ = true;
+        return;
+      }
+      throw Error(fmt::format("{} belongs to a running supervisor, pid {}: stop it, or give this run another "
+                              "--log-dir (or --rdzv-id)",
+                              processes_path().string(), sup.value("pid", 0)));
     }
     std::vector<pid_t> killed;
     for (const auto& w : j.value("workers", json::array())) {
@@ -316,8 +326,8 @@ class Supervisor {
     if (!killed.empty()) {
       std::string pids;
       for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
-      spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind in {}: {}", killed.size(),
-                   sup.value("pid", 0), config_.run_dir.string(), pids);
+      spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(),
+                   sup.value("pid", 0), processes_path().string(), pids);
       events_.emit("swept_predecessor", {{"supervisor_pid", sup.value("pid", 0)}, {"pids", killed}});
     }
     std::error_code ec;
@@ -498,7 +508,7 @@ class Supervisor {
     if (store_) store_->stop();
     remove_filestore("the job is over");
     std::error_code ec;
-    fs::remove(processes_path(), ec);
+    if (!record_disabled_) fs::remove(processes_path(), ec);
     guardian_.finish();
     io_.stop();
   }
@@ -677,6 +687,7 @@ class Supervisor {
   std::vector<RankExit> exits_;
   bool stopping_announced_ = false;
   bool finished_ = false;
+  bool record_disabled_ = false;  // another live supervisor owns processes_path()
   int exit_code_ = 1;
 };
 

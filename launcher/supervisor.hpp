@@ -35,6 +35,8 @@ struct SupervisorConfig {
   std::vector<int> tee;
   std::vector<bool> console_ranks;  // --local-ranks-filter: local ranks shown on the console; empty: all
   std::string events_path;         // JSON lines; empty: none
+  // Where this run records its processes for a successor to sweep; empty: <run_dir>/processes.json.
+  std::filesystem::path processes_file;
   std::vector<int> handled_signals;
   std::string backend = "gloo";
   EnvMap base_env;

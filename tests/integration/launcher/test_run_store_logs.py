@@ -162,9 +162,12 @@ def test_bad_log_flag_values_are_usage_errors():
         check(flag in r.stderr, f"{args}: the error does not name {flag}: {r.stderr}")
 
 
-def test_successor_sweeps_what_a_supervisor_killed_with_its_guardian_left():
+def sweep_after_supervisor_and_guardian_killed(same_run, record_path):
+    """Starts a 2-rank tree job with `same_run` flags, SIGKILLs its guardian and then itself, and
+    checks that the next run with the same flags sweeps the orphaned grandchildren."""
     with tempfile.TemporaryDirectory() as d:
-        sup = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--log-dir", d,
+        record_path = record_path or os.path.join(d, "processes.json")
+        sup = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", *same_run(d),
                                 TREE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         workers, grandchildren = [], []
         deadline = time.monotonic() + 30
@@ -175,7 +178,7 @@ def test_successor_sweeps_what_a_supervisor_killed_with_its_guardian_left():
                 grandchildren.append(int(m.group(2)))
         try:
             check(len(workers) == 2, "workers did not report their pids")
-            record = json.load(open(os.path.join(d, "processes.json")))
+            record = json.load(open(record_path))
             check(record["supervisor"]["pid"] == sup.pid, f"processes.json: {record}")
             check(sorted(w["pid"] for w in record["workers"]) == sorted(workers), f"processes.json: {record}")
             guardians = children(sup.pid) - set(workers)
@@ -186,20 +189,58 @@ def test_successor_sweeps_what_a_supervisor_killed_with_its_guardian_left():
             time.sleep(0.5)
             check(all(alive(p) for p in grandchildren), "no orphaned grandchildren (the test proves nothing)")
 
-            r = launch("--nproc-per-node", "1", "--log-dir", d, WORKER)
+            r = launch("--nproc-per-node", "1", *same_run(d), WORKER)
             check(r.returncode == 0, f"successor: exit {r.returncode}: {r.stderr}")
             check("swept 2 process(es) a killed supervisor" in r.stderr, f"no sweep reported: {r.stderr}")
             deadline = time.monotonic() + 1
             while time.monotonic() < deadline and any(alive(p) for p in grandchildren):
                 time.sleep(0.02)
             check(not [p for p in grandchildren if alive(p)], "the successor did not sweep the orphans")
-            check(not os.path.exists(os.path.join(d, "processes.json")), "processes.json left after a clean exit")
+            check(not os.path.exists(record_path), f"{record_path} left after a clean exit")
         finally:
             for p in workers + grandchildren:
                 if alive(p):
                     os.kill(p, 9)
             if sup.poll() is None:
                 sup.kill()
+
+
+def test_successor_on_the_same_log_dir_sweeps_what_a_supervisor_killed_with_its_guardian_left():
+    sweep_after_supervisor_and_guardian_killed(lambda d: ["--log-dir", d], None)
+
+
+def test_successor_with_the_same_run_id_sweeps_too():
+    run_id = f"sweep-test-{os.getpid()}"
+    sweep_after_supervisor_and_guardian_killed(
+        lambda d: ["--rdzv-id", run_id], os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json"))
+
+
+def test_live_supervisor_is_never_swept():
+    with tempfile.TemporaryDirectory() as d:
+        run_id = f"live-test-{os.getpid()}"
+        sups, pids = [], []
+        try:
+            for same_run in (["--log-dir", d], ["--rdzv-id", run_id]):
+                sups.append(subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "1",
+                                              *same_run, TREE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             text=True))
+                m = re.search(r"pids (\d+) (\d+)", sups[-1].stdout.readline())
+                check(m, "the worker did not start")
+                pids += [int(m.group(1)), int(m.group(2))]
+            r = launch("--nproc-per-node", "1", "--log-dir", d, WORKER, timeout=30)
+            check(r.returncode != 0 and f"pid {sups[0].pid}" in r.stderr, f"a second run on a live run's --log-dir: "
+                  f"exit {r.returncode}: {r.stderr}")
+            r = launch("--nproc-per-node", "1", "--rdzv-id", run_id, WORKER, timeout=30)
+            check(r.returncode == 0, f"a second run with a live run's id: exit {r.returncode}: {r.stderr}")
+            check("another supervisor" in r.stderr, f"no warning: {r.stderr}")
+            check(all(alive(p) for p in pids), "the live runs' processes were killed")
+        finally:
+            for sup in sups:
+                sup.kill()
+                sup.wait()
+            record = os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json")
+            if os.path.exists(record):
+                os.remove(record)
 
 
 def test_successor_leaves_reused_pids_alone():
@@ -228,6 +269,8 @@ run_tests([
     test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console,
     test_local_ranks_filter_hides_rank_1_on_the_console_only,
     test_bad_log_flag_values_are_usage_errors,
-    test_successor_sweeps_what_a_supervisor_killed_with_its_guardian_left,
+    test_successor_on_the_same_log_dir_sweeps_what_a_supervisor_killed_with_its_guardian_left,
+    test_successor_with_the_same_run_id_sweeps_too,
+    test_live_supervisor_is_never_swept,
     test_successor_leaves_reused_pids_alone,
 ])
