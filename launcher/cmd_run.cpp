@@ -223,7 +223,13 @@ Command add_run_command(CLI::App& app) {
     if (!a->rdzv_endpoint.empty()) {
       auto colon = a->rdzv_endpoint.rfind(':');
       c.master_addr = a->rdzv_endpoint.substr(0, colon);
-      if (colon != std::string::npos) a->master_port = std::stoi(a->rdzv_endpoint.substr(colon + 1));
+      if (colon != std::string::npos) {
+        auto port = a->rdzv_endpoint.substr(colon + 1);
+        if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+          throw UsageError(fmt::format("--rdzv-endpoint '{}': '{}' is not a port number", a->rdzv_endpoint, port));
+        }
+        a->master_port = std::stoi(port);
+      }
     }
     if (a->master_port < 0 || a->master_port > 65535) {
       throw UsageError(fmt::format("--master-port {} is outside 0..65535", a->master_port));
@@ -280,6 +286,7 @@ Command add_run_command(CLI::App& app) {
       for (std::size_t i = 0; i < c.redirects.size(); ++i) to_files = to_files || c.redirects[i] || c.tee[i];
       // torchrun writes redirected and teed streams under a temporary directory without --log-dir.
       if (to_files) spdlog::info("no --log-dir: per-rank log files go under {}", c.run_dir.string());
+      c.remove_run_dir = !to_files;  // only error files and the FileStore live there: gone after the job
     }
 
     if (a->no_python) {

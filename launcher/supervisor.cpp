@@ -509,6 +509,7 @@ class Supervisor {
     remove_filestore("the job is over");
     std::error_code ec;
     if (!record_disabled_) fs::remove(processes_path(), ec);
+    if (config_.remove_run_dir) fs::remove_all(config_.run_dir, ec);
     guardian_.finish();
     io_.stop();
   }

@@ -28,6 +28,7 @@ struct SupervisorConfig {
   std::string run_id = "none";
   std::filesystem::path run_dir;   // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
   bool log_to_files = false;       // --log-dir given: also write per-rank files
+  bool remove_run_dir = false;     // a temporary run_dir holding nothing the user asked to keep
   std::filesystem::path filestore_path;  // StoreMode::File: --filestore, or empty for <run_dir>/filestore
   // Per local rank: torchrun's -r/--redirects and -t/--tee masks (1 stdout, 2 stderr). Redirected
   // streams go to the files only, teed ones to the files and the console. Empty: all 0.

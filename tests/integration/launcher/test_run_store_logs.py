@@ -6,6 +6,7 @@ import json
 import glob
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -142,6 +143,7 @@ def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
     for rank in (0, 1):
         check(read(os.path.join(m.group(1), "attempt_0", str(rank), "stdout.log")) == f"out from rank {rank}\n",
               f"rank {rank} stdout.log under {m.group(1)}")
+    shutil.rmtree(m.group(1))
 
 
 def test_local_ranks_filter_hides_rank_1_on_the_console_only():
@@ -154,9 +156,24 @@ def test_local_ranks_filter_hides_rank_1_on_the_console_only():
         check(read(os.path.join(d, "attempt_0", "1", "stderr.log")) == "err from rank 1\n", "rank 1 stderr.log")
 
 
+def test_temporary_run_dir_removed_unless_it_holds_requested_logs():
+    run_id = f"tmpdir-test-{os.getpid()}"
+    r = launch("--nproc-per-node", "2", "--rdzv-id", run_id, "--store", "file", WORKER, *DIST)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    left = glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+    check(not left, f"the temporary run directory (and FileStore) outlived the job: {left}")
+    r = launch("--nproc-per-node", "1", "--rdzv-id", run_id, "-r", "1", WORKER)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    m = re.search(r"per-rank log files go under (\S+)", r.stderr)
+    check(m and read(os.path.join(m.group(1), "attempt_0", "0", "stdout.log")) == "out from rank 0\n",
+          f"the redirected output is gone: {r.stderr}")
+    shutil.rmtree(m.group(1))
+
+
 def test_bad_log_flag_values_are_usage_errors():
     for args, flag in ((["-r", "4"], "--redirects"), (["--tee", "0:1,x"], "--tee"),
-                       (["--local-ranks-filter", "5"], "--local-ranks-filter")):
+                       (["--local-ranks-filter", "5"], "--local-ranks-filter"),
+                       (["--rdzv-endpoint", "127.0.0.1:x"], "--rdzv-endpoint")):
         r = launch("--nproc-per-node", "2", *args, WORKER, timeout=15)
         check(r.returncode != 0, f"{args} accepted")
         check(flag in r.stderr, f"{args}: the error does not name {flag}: {r.stderr}")
@@ -268,6 +285,7 @@ run_tests([
     test_redirects_keep_output_off_the_console_and_in_the_files,
     test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console,
     test_local_ranks_filter_hides_rank_1_on_the_console_only,
+    test_temporary_run_dir_removed_unless_it_holds_requested_logs,
     test_bad_log_flag_values_are_usage_errors,
     test_successor_on_the_same_log_dir_sweeps_what_a_supervisor_killed_with_its_guardian_left,
     test_successor_with_the_same_run_id_sweeps_too,
