@@ -439,6 +439,9 @@ class Supervisor {
     stopping_announced_ = false;
     workers_.clear();
     exits_.clear();
+    // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
+    std::error_code ec;
+    fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
     for (const auto& ranks : plan_) spawn(ranks, a.attempt);
     record_processes();
   }

@@ -116,6 +116,8 @@ def test_filestore_in_use_is_an_error_naming_the_holder():
 
 def test_redirects_keep_output_off_the_console_and_in_the_files():
     with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "attempt_0", "5"))
+        open(os.path.join(d, "attempt_0", "5", "stdout.log"), "w").close()
         r = launch("--nproc-per-node", "2", "-r", "3", "--log-dir", d, WORKER)
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         check("from rank" not in r.stdout + r.stderr, f"redirected output reached the console: {r.stdout}{r.stderr}")
@@ -123,6 +125,7 @@ def test_redirects_keep_output_off_the_console_and_in_the_files():
             base = os.path.join(d, "attempt_0", str(rank))
             check(read(os.path.join(base, "stdout.log")) == f"out from rank {rank}\n", f"rank {rank} stdout.log")
             check(read(os.path.join(base, "stderr.log")) == f"err from rank {rank}\n", f"rank {rank} stderr.log")
+        check(not os.path.exists(os.path.join(d, "attempt_0", "5")), "a previous run's attempt_0 was not wiped")
         # per local rank, stdout only: rank 0 untouched, rank 1's stdout to its file, its stderr shown
         r = launch("--nproc-per-node", "2", "--redirects", "1:1", "--log-dir", d, WORKER)
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
