@@ -180,12 +180,12 @@ def restart(launchers, reps, tmp):
     """Rank 1 fails after init on attempt 0 (--max-restarts 1); attempt 1 runs to the end. From the
     failure to the new group's last rank past init_process_group, against the new workers' own
     start-up (first statement to past init) in that same attempt."""
-    rows = {l.name: {"restart": [], "startup": [], "to_first": []} for l in launchers}
+    rows = {l.name: {"restart": [], "startup": [], "to_first": [], "to_spawn": [], "backoff": []} for l in launchers}
     for rep in range(reps):
         order = launchers[rep % len(launchers):] + launchers[:rep % len(launchers)]
         for l in order:
             try:
-                _, _, log, _ = run_job(l, tmp, "death", max_restarts=1)
+                _, _, log, ev = run_job(l, tmp, "death", max_restarts=1)
             except RunFailed as e:
                 print(f"  ! {e}", flush=True)
                 continue
@@ -201,6 +201,11 @@ def restart(launchers, reps, tmp):
             r["restart"].append(t_init - t_fail)
             r["startup"].append(t_init - min(x["time"] for x in started))
             r["to_first"].append(min(x["time"] for x in started) - t_fail)
+            spawned = [x["time"] for x in ev if x["event"] == "rank_started" and x["attempt"] == 1]
+            restarting = [x["time"] for x in ev if x["event"] == "restarting"]
+            if spawned and restarting:
+                r["to_spawn"].append(min(spawned) - t_fail)
+                r["backoff"].append(min(spawned) - restarting[0])
             print(f"  restart {l.name:15s} rep {rep}: {(t_init - t_fail) * 1000:.0f} ms", flush=True)
     return {k: {m: median(v) for m, v in r.items()} | {"n": len(r["restart"])} for k, r in rows.items()}
 
@@ -333,14 +338,15 @@ def report(res, window):
           [[n, r["n"], ms(r["workers"]), ms(r["events"]), ms(r["react"]), ms(r["to_exit"])]
            for n, r in res["death"].items()])
     table("rank death → restarted group past init_process_group (--max-restarts 1): medians",
-          ["launcher", "runs", "failure → new group past init", "new workers' own start-up (+ interpreter)",
-           "launcher's share", "failure → first new worker statement"],
-          [[n, r["n"], ms(r["restart"]), ms(None if r["startup"] is None else r["startup"] + res["python"]),
-            ms(None if r["restart"] is None else r["restart"] - r["startup"] - res["python"]), ms(r["to_first"])]
+          ["launcher", "runs", "failure → new group past init", "new workers' own start-up",
+           "failure → first new worker statement", "failure → new ranks spawned (--events)",
+           "of which restart back-off (--events)"],
+          [[n, r["n"], ms(r["restart"]), ms(r["startup"]), ms(r["to_first"]), ms(r["to_spawn"]), ms(r["backoff"])]
            for n, r in res["restart"].items()])
     if res["restart"]:
-        print(f"\nA worker's own start-up: its first statement to past init_process_group, plus the interpreter's "
-              f"start before that first statement (`/usr/bin/python3 -c pass`: {ms(res['python'])}).")
+        print(f"\nA worker's own start-up: its first statement to past init_process_group in the new attempt. "
+              f"\"failure → first new worker statement\" is the launcher's share plus the interpreter's start "
+              f"(`/usr/bin/python3 -c pass`: {ms(res['python'])} in this run).")
     table(f"watching 8 sleeping ranks ({window:g} s window)",
           ["launcher", "RSS", "helper processes' RSS", "threads", "CPU in window", "context switches/s",
            "syscalls in window (strace)"],
@@ -355,17 +361,20 @@ def report(res, window):
         goals.append(("trivial job ≤ 0.7× torchrun@0.1", f"{ratio:.2f}×", ratio <= 0.7))
     hand = res["trivial"].get("by hand", {})
     if hand.get("to_first") is not None and to.get("to_first") is not None:
-        over = (to["to_first"] + to["after_last"]) - (hand["to_first"] + hand["after_last"])
-        goals.append(("supervisor adds ≤ 20 ms over by hand (launch + exit)", f"{over * 1000:+.0f} ms", over <= 0.020))
+        launch, leave = to["to_first"] - hand["to_first"], to["after_last"] - hand["after_last"]
+        goals.append(("supervisor adds ≤ 20 ms over by hand (launch + exit)",
+                      f"{(launch + leave) * 1000:+.0f} ms (launch {launch * 1000:+.0f}, exit {leave * 1000:+.0f})",
+                      launch + leave <= 0.020))
     d = res["death"].get(ours, {})
     if d.get("workers") is not None:
         goals.append(("rank death → peers dead ≤ 5 ms median (worker clocks)", ms(d["workers"]), d["workers"] <= 0.005))
     if d.get("react") is not None:
         goals.append(("  of which: rank reaped → SIGTERM sent (--events)", ms(d["react"]), d["react"] <= 0.005))
     r = res["restart"].get(ours, {})
-    if r.get("restart") is not None:
-        share = r["restart"] - r["startup"] - res["python"]
-        goals.append(("restart ≤ workers' own start-up + 50 ms", f"+{share * 1000:.0f} ms", share <= 0.050))
+    if r.get("to_spawn") is not None:
+        share = r["to_spawn"]  # the launcher's own share: failure until the new ranks are exec'd
+        goals.append(("restart ≤ workers' own start-up + 50 ms (failure → new ranks spawned)",
+                      f"+{share * 1000:.0f} ms (back-off {ms(r['backoff'])})", share <= 0.050))
     i = res["idle"].get(ours)
     if i:
         goals.append(("RSS ≤ 10 MB", f"{i['rss_kb'] / 1024:.1f} MB", i["rss_kb"] <= 10 * 1024))
