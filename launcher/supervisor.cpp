@@ -246,8 +246,10 @@ class Supervisor {
       auto st = read_proc_stat(pid);
       return json{{"pid", pid}, {"pgid", st ? st->pgid : 0}, {"start_time", st ? st->start_time : 0}};
     };
-    json j{{"supervisor", entry(::getpid())}, {"guardian", entry(guardian_.pid())},
-           {"attempt", machine_.attempt()}, {"workers", json::array()}};
+    json j{{"supervisor", entry(::getpid())},
+           {"guardian", entry(guardian_.pid())},
+           {"attempt", machine_.attempt()},
+           {"workers", json::array()}};
     for (const auto& w : workers_) {
       auto e = entry(w->pid);
       e["rank"] = w->ranks.rank;
@@ -292,15 +294,17 @@ class Supervisor {
     const auto& sup = j.value("supervisor", json::object());
     if (sup.value("pid", 0) != ::getpid() && matches(sup)) {
       if (!config_.processes_file.empty()) {  // a shared run id, not a shared directory: no conflict
-        spdlog::warn("another supervisor (pid {}) runs with this run id; this one records its processes nowhere "
-                     "(a successor cannot sweep what a SIGKILL leaves)",
-                     sup.value("pid", 0));
+        spdlog::warn(
+            "another supervisor (pid {}) runs with this run id; this one records its processes nowhere "
+            "(a successor cannot sweep what a SIGKILL leaves)",
+            sup.value("pid", 0));
         record_disabled_ = true;
         return;
       }
-      throw Error(fmt::format("{} belongs to a running supervisor, pid {}: stop it, or give this run another "
-                              "--log-dir (or --rdzv-id)",
-                              processes_path().string(), sup.value("pid", 0)));
+      throw Error(
+          fmt::format("{} belongs to a running supervisor, pid {}: stop it, or give this run another "
+                      "--log-dir (or --rdzv-id)",
+                      processes_path().string(), sup.value("pid", 0)));
     }
     std::vector<pid_t> killed;
     for (const auto& w : j.value("workers", json::array())) {
@@ -361,7 +365,8 @@ class Supervisor {
 
   void remove_filestore(const char* why) {
     std::error_code ec;
-    if (!filestore_.empty() && fs::remove(filestore_, ec)) spdlog::info("removed the FileStore {} ({})", filestore_.string(), why);
+    if (!filestore_.empty() && fs::remove(filestore_, ec))
+      spdlog::info("removed the FileStore {} ({})", filestore_.string(), why);
   }
 
   void prepare_store() {

@@ -123,9 +123,10 @@ std::vector<std::string_view> split_commas(std::string_view value) {
 
 std::vector<int> parse_std_streams(std::string_view value, int nproc, std::string_view flag) {
   auto bad = [&](std::string_view why) {
-    return UsageError(fmt::format("{} '{}': {}; give a mask 0..3 (1 stdout, 2 stderr, 3 both) for every "
-                                  "local rank, or per local rank as i:v,i:v (e.g. 0:3,1:2)",
-                                  flag, value, why));
+    return UsageError(
+        fmt::format("{} '{}': {}; give a mask 0..3 (1 stdout, 2 stderr, 3 both) for every "
+                    "local rank, or per local rank as i:v,i:v (e.g. 0:3,1:2)",
+                    flag, value, why));
   };
   std::vector<int> masks(static_cast<std::size_t>(nproc), 0);
   if (value.find(':') == std::string_view::npos) {
@@ -153,9 +154,10 @@ std::vector<bool> parse_local_ranks_filter(std::string_view value, int nproc) {
   for (auto item : split_commas(value)) {
     auto rank = parse_small_int(item);
     if (!rank || *rank >= nproc) {
-      throw UsageError(fmt::format("--local-ranks-filter '{}': '{}' is not a local rank 0..{}; give a comma "
-                                   "list such as 0,2",
-                                   value, item, nproc - 1));
+      throw UsageError(
+          fmt::format("--local-ranks-filter '{}': '{}' is not a local rank 0..{}; give a comma "
+                      "list such as 0,2",
+                      value, item, nproc - 1));
     }
     shown[static_cast<std::size_t>(*rank)] = true;
   }
