@@ -419,13 +419,26 @@ class Supervisor {
       if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
       exits_.push_back(x);
-      events_.emit("rank_exited", {{"attempt", machine_.attempt()},
+      int attempt = machine_.attempt();
+      auto actions = machine_.on(event::RankExited{x});
+      // The peers' teardown signal goes out before anything is written: the event file is off the
+      // critical path of failure detection. The stream still reads rank_exited, then group_stopping.
+      for (const auto& a : actions) {
+        if (const auto* sg = std::get_if<action::SignalGroup>(&a)) signal_live_workers(sg->signo);
+      }
+      events_.emit("rank_exited", {{"attempt", attempt},
                                    {"rank", w->ranks.rank},
                                    {"local_rank", x.local_rank},
                                    {"pid", x.pid},
                                    {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
                                    {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)}});
-      dispatch(event::RankExited{x});
+      for (const auto& a : actions) {
+        if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
+          announce_stopping(sg->signo);
+        } else {
+          std::visit([this](const auto& act) { perform(act); }, a);
+        }
+      }
     }
   }
 
@@ -452,13 +465,21 @@ class Supervisor {
   }
 
   void perform(const action::SignalGroup& a) {
-    if (a.signo == SIGKILL) spdlog::warn("killing the remaining workers");
+    signal_live_workers(a.signo);
+    announce_stopping(a.signo);
+  }
+
+  void signal_live_workers(int signo) {
+    if (signo == SIGKILL) spdlog::warn("killing the remaining workers");
     for (auto& w : workers_) {
-      if (w->alive) ::kill(-w->pid, a.signo);
+      if (w->alive) ::kill(-w->pid, signo);
     }
+  }
+
+  void announce_stopping(int signo) {
     if (machine_.state() == GroupState::Stopping && !stopping_announced_) {
       stopping_announced_ = true;
-      events_.emit("group_stopping", {{"attempt", machine_.attempt()}, {"signal", signal_name(a.signo)}});
+      events_.emit("group_stopping", {{"attempt", machine_.attempt()}, {"signal", signal_name(signo)}});
     }
   }
 

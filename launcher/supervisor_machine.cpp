@@ -94,9 +94,14 @@ std::vector<Action> SupervisorMachine::group_gone() {
   if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
   if (attempt_ < policy_.max_restarts) {
     state_ = GroupState::Restarting;
-    auto backoff = policy_.restart_backoff;
-    for (int i = 0; i < attempt_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
-    backoff = std::min(backoff, policy_.max_backoff);
+    // The first restart is immediate (as torchrun's); a group that keeps failing backs off
+    // exponentially from restart_backoff, so a crash loop does not spin.
+    std::chrono::milliseconds backoff{0};
+    if (attempt_ >= 1) {
+      backoff = policy_.restart_backoff;
+      for (int i = 1; i < attempt_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
+      backoff = std::min(backoff, policy_.max_backoff);
+    }
     return {action::ArmBackoff{attempt_ + 1, backoff}};
   }
   return finish(GroupState::Failed, 1);

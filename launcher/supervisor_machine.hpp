@@ -81,7 +81,7 @@ struct SupervisorPolicy {
   int nproc = 1;
   int max_restarts = 0;
   std::chrono::milliseconds shutdown_grace{30000};
-  std::chrono::milliseconds restart_backoff{0};  // before attempt 1; doubles each attempt, capped
+  std::chrono::milliseconds restart_backoff{0};  // before attempt 2 (attempt 1 starts at once); doubles, capped
   std::chrono::milliseconds max_backoff{10000};
 };
 

@@ -82,7 +82,7 @@ TEST_CASE("restart within budget: backoff, fresh store, next attempt; success en
   auto gone = m.on(exited(1, 0, SIGTERM));
   auto backoff = get<action::ArmBackoff>(gone);
   CHECK(backoff.attempt == 1);
-  CHECK(backoff.after == 100ms);
+  CHECK(backoff.after == 0ms);  // the first restart is immediate
   CHECK(m.state() == GroupState::Restarting);
   auto spawn = m.on(event::BackoffExpired{1});
   CHECK(has<action::ResetStore>(spawn));
@@ -92,13 +92,15 @@ TEST_CASE("restart within budget: backoff, fresh store, next attempt; success en
   CHECK(get<action::Finish>(m.on(exited(1, 0))).exit_code == 0);
 }
 
-TEST_CASE("the backoff doubles per attempt and the budget runs out") {
-  SupervisorMachine m(policy(1, 2));
+TEST_CASE("the backoff grows per attempt after the first and the budget runs out") {
+  SupervisorMachine m(policy(1, 3));
   m.on(event::Start{});
-  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 100ms);
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 0ms);
   m.on(event::BackoffExpired{1});
-  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 200ms);
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 100ms);
   m.on(event::BackoffExpired{2});
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 200ms);
+  m.on(event::BackoffExpired{3});
   CHECK(get<action::Finish>(m.on(exited(0, 1))).exit_code == 1);
 }
 
