@@ -4,10 +4,12 @@ Every wait here has a timeout that says what it was waiting for.
 """
 import contextlib
 import os
+import queue
 import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 DDP_LAUNCH = os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch")
@@ -69,6 +71,37 @@ class StoreProcess:
     def __exit__(self, *exc):
         self.stop()
 
+
+class LineReader:
+    """Collects a child's stream line by line on a thread, so tests can wait for a line with a timeout."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self._q = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream):
+        for line in stream:
+            self._q.put(line)
+        self._q.put(None)
+
+    def wait_for(self, needle, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TestFailure(f"no line containing {needle!r} ({what}) within {timeout}s; "
+                                  f"saw: {''.join(self.lines)!r}")
+            try:
+                line = self._q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise TestFailure(f"stream ended without a line containing {needle!r} ({what}); "
+                                  f"saw: {''.join(self.lines)!r}")
+            self.lines.append(line)
+            if needle in line:
+                return line
 
 def run_tests(tests):
     """Runs test functions in order; prints a line per test and a closing 'N passed, N failed'."""

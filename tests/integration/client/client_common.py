@@ -3,12 +3,9 @@
 Every wait here has a timeout that says what it was waiting for.
 """
 import os
-import queue
 import subprocess
-import threading
-import time
 
-from harness import PYTHON, TestFailure
+from harness import PYTHON, LineReader, TestFailure  # noqa: F401 (LineReader re-exported)
 
 BIN_DIR = os.environ.get("DDP_BIN_DIR", "build/bin")
 DRIVER = os.path.join(BIN_DIR, "store-client-driver")
@@ -23,38 +20,6 @@ def run_driver(*args, timeout=120, env=None):
         raise TestFailure(f"store-client-driver {' '.join(args)} still running after {timeout}s; "
                           f"stdout: {e.stdout!r}") from None
     return r.returncode, r.stdout, r.stderr
-
-
-class LineReader:
-    """Collects a child's stream line by line on a thread, so tests can wait for a line with a timeout."""
-
-    def __init__(self, stream):
-        self.lines = []
-        self._q = queue.Queue()
-        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream):
-        for line in stream:
-            self._q.put(line)
-        self._q.put(None)
-
-    def wait_for(self, needle, timeout, what):
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TestFailure(f"no line containing {needle!r} ({what}) within {timeout}s; "
-                                  f"saw: {''.join(self.lines)!r}")
-            try:
-                line = self._q.get(timeout=left)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise TestFailure(f"stream ended without a line containing {needle!r} ({what}); "
-                                  f"saw: {''.join(self.lines)!r}")
-            self.lines.append(line)
-            if needle in line:
-                return line
 
 
 TORCH_SERVER = """
