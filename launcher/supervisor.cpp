@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -378,6 +379,16 @@ class Supervisor {
       sc.port = config_.master_port;
       store_ = std::make_unique<store::StoreServer>(io_, sc);
       store_->start();
+      // Every worker's store client adds 1 to `init/` when it connects (torch 1.13 and 2.x alike);
+      // the store is fresh per attempt, so the count reaching the world size is the rendezvous.
+      store_->set_key_observer([this](std::string_view key, std::string_view value) {
+        if (rendezvous_announced_ || key != "init/") return;
+        if (std::atoll(std::string(value).c_str()) < plan_.front().world_size) return;
+        rendezvous_announced_ = true;
+        events_.emit("rendezvous_complete", {{"attempt", machine_.attempt()},
+                                             {"world_size", plan_.front().world_size},
+                                             {"nodes", config_.plan.nnodes}});
+      });
       master_port_ = store_->port();
       spdlog::info("rendezvous store (agent) listening on {}:{}", sc.host, master_port_);
     } else if (config_.store_mode != StoreMode::Agent && master_port_ == 0) {
@@ -455,6 +466,7 @@ class Supervisor {
 
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
+    rendezvous_announced_ = false;
     workers_.clear();
     exits_.clear();
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
@@ -716,6 +728,7 @@ class Supervisor {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<RankExit> exits_;
   bool stopping_announced_ = false;
+  bool rendezvous_announced_ = false;
   bool finished_ = false;
   bool record_disabled_ = false;  // another live supervisor owns processes_path()
   int exit_code_ = 1;

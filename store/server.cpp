@@ -406,6 +406,9 @@ std::string StoreServer::host() const { return impl_->config_.host; }
 void StoreServer::start() { impl_->start(); }
 void StoreServer::stop() { impl_->stop(); }
 void StoreServer::reset_state() { impl_->state_.reset(); }
+void StoreServer::set_key_observer(StoreState::KeyObserver observer) {
+  impl_->state_.set_key_observer(std::move(observer));
+}
 const StoreState& StoreServer::state() const { return impl_->state_; }
 
 ServerStats StoreServer::stats() const {

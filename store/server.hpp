@@ -45,6 +45,7 @@ class StoreServer {
 
   // Fresh, empty state for a new restart attempt; connections stay open.
   void reset_state();
+  void set_key_observer(StoreState::KeyObserver observer);
   const StoreState& state() const;
   ServerStats stats() const;
 

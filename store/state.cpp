@@ -228,6 +228,7 @@ void StoreState::op_append(ConnId conn, Request& req, Outbox& out) {
   std::string old = watchers_.empty() ? std::string() : it->second;
   it->second += req.values[0];
   notify_watchers(it->first, kWatchKeyUpdated, old, it->second, out);
+  if (observer_) observer_(it->first, it->second);
   wake(req.keys[0], out);
 }
 
@@ -351,6 +352,7 @@ bool StoreState::store_value(ConnId conn, std::string key, std::string value, Ou
       notify_watchers(it->first, kWatchKeyUpdated, old, it->second, out);
     }
   }
+  if (observer_) observer_(it->first, it->second);
   if (wake_waiters) wake(it->first, out);
   return true;
 }

@@ -6,6 +6,7 @@
 // waking waiters (§5.4, what the libuv server does).
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,11 @@ struct StateOptions {
 class StoreState {
  public:
   explicit StoreState(Limits limits = {}, StateOptions options = {});
+
+  // Called after a client writes a key (SET, ADD, COMPARE_SET, APPEND, MULTI_SET, BARRIER), with the
+  // key's new value: how the embedding supervisor sees rendezvous progress (`init/` counting ranks).
+  using KeyObserver = std::function<void(std::string_view key, std::string_view value)>;
+  void set_key_observer(KeyObserver observer) { observer_ = std::move(observer); }
 
   void connect(ConnId conn, Dialect dialect);
   void disconnect(ConnId conn);  // drops its waits and watches
@@ -123,6 +129,7 @@ class StoreState {
   std::unordered_map<std::string, std::vector<ConnId>> watchers_;
   std::unordered_map<ConnId, Conn> conns_;
   std::size_t total_bytes_ = 0;
+  KeyObserver observer_;
   std::string scratch_;  // reply being built
 };
 

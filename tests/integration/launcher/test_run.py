@@ -70,6 +70,10 @@ def test_two_ranks_succeed_with_torchrun_env_and_events():
         check(names[0] == "started" and names[-1] == "finished", f"event order: {names}")
         check(names.count("rank_started") == 2 and names.count("rank_exited") == 2, f"events: {names}")
         check(events[-1]["exit_code"] == 0, "finished exit code")
+        rdzv = [x for x in events if x["event"] == "rendezvous_complete"]
+        check(len(rdzv) == 1 and rdzv[0]["world_size"] == 2 and rdzv[0]["attempt"] == 0,
+              f"rendezvous_complete event: {rdzv}")
+        check(names.index("rendezvous_complete") > names.index("rank_started"), f"event order: {names}")
         port = events[0]["master_port"]
         check(all(json.load(open(os.path.join(d, f"rank{r}.json")))["MASTER_PORT"] == str(port) for r in (0, 1)),
               "MASTER_PORT is not the agent store's port")
@@ -83,6 +87,8 @@ def test_failed_rank_restarts_within_budget():
         check("attempt 1" in r.stdout, "no attempt 1 output")
         events = read_events(ev)
         check([x["attempt"] for x in events if x["event"] == "restarting"] == [1], "restarting event")
+        check([x["attempt"] for x in events if x["event"] == "rendezvous_complete"] == [0, 1],
+              "one rendezvous_complete per attempt (fresh store state each time)")
         check(events[-1]["attempts"] == 2, "two attempts")
 
 

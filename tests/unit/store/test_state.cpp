@@ -350,3 +350,16 @@ TEST_CASE("a queue push passes over a multi-key waiter that still misses keys (l
   f.run(1, req(Op::Set, {"/other"}, {"1"}));
   CHECK(f.out.take(3) == kStop);
 }
+
+TEST_CASE("the key observer sees every client write with the key's new value") {
+  Fixture f;
+  std::vector<std::pair<std::string, std::string>> seen;
+  f.state.set_key_observer([&](std::string_view k, std::string_view v) { seen.emplace_back(k, v); });
+  f.run(1, req(Op::Add, {"init/"}, {}, 1));
+  f.run(1, req(Op::Add, {"init/"}, {}, 1));
+  f.run(3, req(Op::Set, {"/k"}, {"v"}));
+  f.run(3, req(Op::Append, {"/k"}, {"w"}));
+  f.run(1, req(Op::Get, {"/k"}));  // reads are not reported
+  CHECK(seen == std::vector<std::pair<std::string, std::string>>{
+                    {"init/", "1"}, {"init/", "2"}, {"/k", "v"}, {"/k", "vw"}});
+}
