@@ -127,6 +127,35 @@ std::string describe(const std::vector<ProcessInfo>& procs) {
 
 namespace ddp::proc {
 
+bool connected_to_port(pid_t pid, std::uint16_t port) {
+  std::set<std::string> mine;
+  std::error_code ec;
+  for (const auto& fd : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
+    std::error_code link_ec;
+    auto target = fs::read_symlink(fd.path(), link_ec).string();
+    if (!link_ec && target.rfind("socket:[", 0) == 0) mine.insert(target.substr(8, target.size() - 9));
+  }
+  if (mine.empty()) return false;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string sl, local, remote, st, queues, tr, retrnsmt, uid, timeout, inode;
+      fields >> sl >> local >> remote >> st >> queues >> tr >> retrnsmt >> uid >> timeout >> inode;
+      if (st == "0A" || !mine.count(inode)) continue;
+      auto colon = remote.rfind(':');
+      unsigned value = 0;
+      if (colon == std::string::npos) continue;
+      auto hex = remote.substr(colon + 1);
+      auto [p, perr] = std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
+      if (perr == std::errc() && value == port) return true;
+    }
+  }
+  return false;
+}
+
 std::uint64_t raise_open_file_limit() {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;

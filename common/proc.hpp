@@ -32,6 +32,9 @@ std::string describe(const std::vector<ProcessInfo>& procs);
 
 namespace ddp::proc {
 
+// Whether process `pid` holds a TCP connection (not a listener) whose remote port is `port`.
+bool connected_to_port(pid_t pid, std::uint16_t port);
+
 // Raises RLIMIT_NOFILE's soft limit to its hard limit (servers with many clients); returns the
 // soft limit now in force.
 std::uint64_t raise_open_file_limit();

@@ -47,6 +47,7 @@ struct RunArgs {
   std::string tee = "0";
   std::string local_ranks_filter;
   double shutdown_grace = 30;
+  double rdzv_timeout = 600;
   std::string events;
   std::string python;
   std::string backend = "gloo";
@@ -194,6 +195,10 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--local-ranks-filter,--local_ranks_filter", a->local_ranks_filter,
                   "Local ranks shown on the console, e.g. 0,2 (files are unaffected; default: all)")
       ->envname("PET_LOCAL_RANKS_FILTER");
+  sub->add_option("--rdzv-timeout,--rdzv_timeout", a->rdzv_timeout,
+                  "Seconds for every rank to reach the agent store; then the attempt fails naming the missing ranks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--shutdown-grace", a->shutdown_grace, "Seconds between SIGTERM and SIGKILL when stopping")
       ->capture_default_str();
   sub->add_option("--events", a->events, "Write the supervisor's life as JSON lines to FILE");
@@ -258,6 +263,7 @@ Command add_run_command(CLI::App& app) {
     c.console_ranks = launcher::parse_local_ranks_filter(a->local_ranks_filter, c.plan.nproc_per_node);
     c.max_restarts = a->max_restarts;
     c.shutdown_grace = std::chrono::milliseconds(static_cast<long>(a->shutdown_grace * 1000));
+    c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a->rdzv_timeout * 1000));
     c.run_id = a->rdzv_id == "none" && a->standalone ? make_run_id() : a->rdzv_id;
     c.events_path = a->events;
     c.handled_signals = parse_signals(a->signals_to_handle);

@@ -34,6 +34,7 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "common/proc.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
@@ -194,6 +195,7 @@ struct Worker {
   Stream out;
   Stream err;
   std::deque<std::string> last_stderr;  // for the failure summary
+  std::deque<std::string> last_output;  // both streams: what a rank that never arrived said last
   fs::path error_file;
 };
 
@@ -210,6 +212,7 @@ class Supervisor {
         grace_timer_(io_),
         backoff_timer_(io_),
         drain_timer_(io_),
+        rendezvous_timer_(io_),
         events_(config.events_path) {}
 
   int run() {
@@ -385,6 +388,7 @@ class Supervisor {
         if (rendezvous_announced_ || key != "init/") return;
         if (std::atoll(std::string(value).c_str()) < plan_.front().world_size) return;
         rendezvous_announced_ = true;
+        rendezvous_timer_.cancel();
         events_.emit("rendezvous_complete", {{"attempt", machine_.attempt()},
                                              {"world_size", plan_.front().world_size},
                                              {"nodes", config_.plan.nnodes}});
@@ -473,6 +477,7 @@ class Supervisor {
     std::error_code ec;
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
     for (const auto& ranks : plan_) spawn(ranks, a.attempt);
+    if (store_) arm_rendezvous_watchdog(a.attempt);
     record_processes();
   }
 
@@ -519,6 +524,7 @@ class Supervisor {
     sweep();
     grace_timer_.cancel();
     backoff_timer_.cancel();
+    rendezvous_timer_.cancel();
     signals_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
@@ -649,7 +655,38 @@ class Supervisor {
       w->last_stderr.push_back(line);
       if (w->last_stderr.size() > 20) w->last_stderr.pop_front();
     }
+    w->last_output.push_back(line);
+    if (w->last_output.size() > 5) w->last_output.pop_front();
     if (s.console) console_.write(console, fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
+  }
+
+  // Never a silent freeze at rendezvous: if the store has not counted every rank in time, name the
+  // local ranks with no connection to it and what they printed last, and fail the attempt.
+  void arm_rendezvous_watchdog(int attempt) {
+    rendezvous_report_.clear();
+    rendezvous_timer_.expires_after(config_.rendezvous_timeout);
+    rendezvous_timer_.async_wait([this, attempt](boost::system::error_code ec) {
+      if (ec || rendezvous_announced_ || machine_.attempt() != attempt) return;
+      auto arrived = store_->state().value("init/");
+      int world = plan_.front().world_size;
+      std::string out = fmt::format("rendezvous not complete after {} s: {} of {} ranks reached the store at {}:{}",
+                                    std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout).count(),
+                                    arrived ? std::string(*arrived) : "0", world, config_.master_addr, master_port_);
+      json missing = json::array();
+      for (const auto& w : workers_) {
+        if (!w->alive || proc::connected_to_port(w->pid, master_port_)) continue;
+        missing.push_back(w->ranks.rank);
+        out += fmt::format("\n    rank {} (pid {}) never connected; last output:{}", w->ranks.rank, w->pid,
+                           w->last_output.empty() ? " (nothing)" : "");
+        for (const auto& l : w->last_output) out += fmt::format("\n      {}", l);
+      }
+      if (config_.plan.nnodes > 1) out += "\n    (ranks of other nodes are counted, not named)";
+      spdlog::error("{}", out);
+      rendezvous_report_ = out;
+      events_.emit("rendezvous_timeout", {{"attempt", attempt}, {"arrived", arrived ? std::string(*arrived) : "0"},
+                                          {"world_size", world}, {"missing_local_ranks", missing}});
+      dispatch(event::RendezvousTimeout{attempt});
+    });
   }
 
   // The root cause first (the earliest failure), with the worker's own error file when it wrote one.
@@ -664,8 +701,9 @@ class Supervisor {
                                                                 machine_.attempt() + 1, exit_code_)
                                                   : fmt::format("ddp-launch: attempt {} failed", machine_.attempt()));
     // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
-    bool first = machine_.stop_signal() == 0;
-    if (!first) {
+    bool first = machine_.stop_signal() == 0 && !machine_.rendezvous_timed_out();
+    if (machine_.rendezvous_timed_out()) out += fmt::format("  Root cause: {}\n", rendezvous_report_);
+    if (machine_.stop_signal() != 0) {
       out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", signal_name(machine_.stop_signal()));
     }
     for (const RankExit* x : failed) {
@@ -720,6 +758,8 @@ class Supervisor {
   asio::steady_timer grace_timer_;
   asio::steady_timer backoff_timer_;
   asio::steady_timer drain_timer_;
+  asio::steady_timer rendezvous_timer_;
+  std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
   Console console_;
   std::unique_ptr<store::StoreServer> store_;

@@ -39,6 +39,7 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   alive_.assign(static_cast<std::size_t>(policy_.nproc), true);
   exited_ok_.assign(static_cast<std::size_t>(policy_.nproc), false);
   failures_.clear();
+  rendezvous_timed_out_ = false;
   stop_signal_ = 0;
   return {action::ResetStore{}, action::SpawnGroup{attempt_}};
 }
@@ -88,6 +89,12 @@ std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
 std::vector<Action> SupervisorMachine::handle(const event::GraceExpired& e) {
   if (state_ != GroupState::Stopping || e.attempt != attempt_ || live_ranks() == 0) return {};
   return {action::SignalGroup{SIGKILL}};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::RendezvousTimeout& e) {
+  if (state_ != GroupState::Running || e.attempt != attempt_) return {};
+  rendezvous_timed_out_ = true;  // a failure like a rank's: the restart budget applies
+  return stop_group(SIGTERM);
 }
 
 std::vector<Action> SupervisorMachine::group_gone() {

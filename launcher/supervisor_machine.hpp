@@ -47,12 +47,16 @@ struct SignalReceived {
 struct GraceExpired {
   int attempt;
 };
+// Not every rank reached the store in time (the shell's rendezvous watchdog): a failed attempt.
+struct RendezvousTimeout {
+  int attempt;
+};
 struct BackoffExpired {
   int attempt;
 };
 }  // namespace event
 using Event = std::variant<event::Start, event::RankStarted, event::RankExited, event::SignalReceived,
-                           event::GraceExpired, event::BackoffExpired>;
+                           event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -99,6 +103,8 @@ class SupervisorMachine {
   std::optional<int> finished_with() const { return exit_code_; }
   // The handled signal that stopped the group, 0 when a rank's failure did (or nothing yet).
   int stop_signal() const { return stop_signal_; }
+  // The attempt that ended last was stopped because its rendezvous timed out.
+  bool rendezvous_timed_out() const { return rendezvous_timed_out_; }
 
  private:
   std::vector<Action> handle(const event::Start&);
@@ -106,6 +112,7 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::RankExited&);
   std::vector<Action> handle(const event::SignalReceived&);
   std::vector<Action> handle(const event::GraceExpired&);
+  std::vector<Action> handle(const event::RendezvousTimeout&);
   std::vector<Action> handle(const event::BackoffExpired&);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
@@ -118,6 +125,7 @@ class SupervisorMachine {
   std::vector<bool> alive_;
   std::vector<bool> exited_ok_;
   std::vector<RankExit> failures_;
+  bool rendezvous_timed_out_ = false;
   int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
   std::optional<int> exit_code_;
 };

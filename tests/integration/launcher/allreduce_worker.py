@@ -12,6 +12,7 @@ import torch.distributed as dist
 ap = argparse.ArgumentParser()
 ap.add_argument("--dump-env", help="directory: write this rank's environment as rank<N>.json")
 ap.add_argument("--fail-rank", type=int, default=-1, help="this rank exits 3 on attempt 0")
+ap.add_argument("--stuck-rank", type=int, default=-1, help="this rank never reaches the store")
 ap.add_argument("--dist-url")
 ap.add_argument("--dist-backend", default="gloo")
 ap.add_argument("--world-size", type=int)
@@ -19,6 +20,10 @@ ap.add_argument("--rank", type=int)
 args = ap.parse_args()
 
 timeout = datetime.timedelta(seconds=30)
+if int(os.environ.get("RANK", "-1")) == args.stuck_rank:
+    print("stuck before init_process_group", flush=True)
+    import time
+    time.sleep(300)
 if args.dist_url:
     dist.init_process_group(args.dist_backend, init_method=args.dist_url, world_size=args.world_size,
                             rank=args.rank, timeout=timeout)

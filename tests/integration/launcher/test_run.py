@@ -99,6 +99,23 @@ def test_failed_rank_without_budget_fails_naming_rank_and_code():
     check("rank failing on purpose" in r.stderr, "the failing rank's last stderr lines are missing")
 
 
+def test_rendezvous_watchdog_names_the_rank_that_never_arrived():
+    with tempfile.TemporaryDirectory() as d:
+        ev = os.path.join(d, "events.jsonl")
+        start = time.monotonic()
+        r = launch("--nproc-per-node", "2", "--rdzv-timeout", "4", "--shutdown-grace", "2", WORKER,
+                   "--stuck-rank", "1", events=ev, timeout=60)
+        elapsed = time.monotonic() - start
+        check(r.returncode == 1, f"exit {r.returncode}: {r.stderr}")
+        check(elapsed < 20, f"took {elapsed:.1f}s with a 4 s rendezvous timeout")
+        check("rendezvous not complete after 4 s: 1 of 2 ranks reached the store" in r.stderr,
+              f"watchdog message: {r.stderr}")
+        check(re.search(r"rank 1 \(pid \d+\) never connected", r.stderr), f"missing rank not named: {r.stderr}")
+        check("stuck before init_process_group" in r.stderr, "the missing rank's last output is not shown")
+        timeouts = [x for x in read_events(ev) if x["event"] == "rendezvous_timeout"]
+        check(len(timeouts) == 1 and timeouts[0]["missing_local_ranks"] == [1], f"events: {timeouts}")
+
+
 def start_tree(*extra):
     d = tempfile.mkdtemp()
     ev = os.path.join(d, "events.jsonl")
@@ -183,6 +200,7 @@ run_tests([
     test_two_ranks_succeed_with_torchrun_env_and_events,
     test_failed_rank_restarts_within_budget,
     test_failed_rank_without_budget_fails_naming_rank_and_code,
+    test_rendezvous_watchdog_names_the_rank_that_never_arrived,
     test_sigkilled_supervisor_leaves_no_worker_or_grandchild,
     test_sigterm_forwarded_and_straggler_killed_after_grace,
     test_busy_master_port_names_holder_within_a_second,

@@ -130,3 +130,19 @@ TEST_CASE("a signal during the restart backoff ends the job") {
   CHECK(get<action::Finish>(done).exit_code == 128 + SIGTERM);
   CHECK(m.on(event::BackoffExpired{1}).empty());
 }
+
+TEST_CASE("a rendezvous timeout fails the attempt like a rank failure: teardown, then restart or fail") {
+  SupervisorMachine m(policy(2, 1));
+  m.on(event::Start{});
+  CHECK(m.on(event::RendezvousTimeout{7}).empty());  // a stale timer
+  auto stop = m.on(event::RendezvousTimeout{0});
+  CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
+  CHECK(m.rendezvous_timed_out());
+  m.on(exited(0, 0, SIGTERM));
+  CHECK(get<action::ArmBackoff>(m.on(exited(1, 0, SIGTERM))).attempt == 1);
+  m.on(event::BackoffExpired{1});
+  CHECK_FALSE(m.rendezvous_timed_out());
+  m.on(event::RendezvousTimeout{1});
+  m.on(exited(0, 0, SIGTERM));
+  CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
+}
