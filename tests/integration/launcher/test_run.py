@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, free_port, run_tests
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "allreduce_worker.py")
@@ -116,6 +116,27 @@ def test_rendezvous_watchdog_names_the_rank_that_never_arrived():
         check(len(timeouts) == 1 and timeouts[0]["missing_local_ranks"] == [1], f"events: {timeouts}")
 
 
+def test_ctrl_c_during_rendezvous_stops_at_once():
+    # Rank 1 never reaches the store, so rank 0 sits inside init_process_group (C++, deaf to
+    # KeyboardInterrupt): the first Ctrl-C is forwarded, the second kills without waiting the grace.
+    sup = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--shutdown-grace", "60",
+                            WORKER, "--stuck-rank", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    LineReader(sup.stdout).wait_for("stuck before init_process_group", 60, "rank 1 announcing it is stuck")
+    time.sleep(1.0)  # rank 0 is now waiting in the rendezvous
+    start = time.monotonic()
+    sup.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    sup.send_signal(signal.SIGINT)
+    try:
+        rc = sup.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        sup.kill()
+        raise AssertionError("still running 10 s after two Ctrl-C during rendezvous (grace is 60 s)") from None
+    elapsed = time.monotonic() - start
+    check(rc == 128 + signal.SIGINT, f"exit {rc}")
+    check(elapsed < 5, f"took {elapsed:.1f}s to stop after the second Ctrl-C")
+
+
 def start_tree(*extra):
     d = tempfile.mkdtemp()
     ev = os.path.join(d, "events.jsonl")
@@ -201,6 +222,7 @@ run_tests([
     test_failed_rank_restarts_within_budget,
     test_failed_rank_without_budget_fails_naming_rank_and_code,
     test_rendezvous_watchdog_names_the_rank_that_never_arrived,
+    test_ctrl_c_during_rendezvous_stops_at_once,
     test_sigkilled_supervisor_leaves_no_worker_or_grandchild,
     test_sigterm_forwarded_and_straggler_killed_after_grace,
     test_busy_master_port_names_holder_within_a_second,
