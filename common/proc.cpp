@@ -37,26 +37,46 @@ void for_each_fd(Fn&& fn) {
   }
 }
 
-// Socket inodes in LISTEN state (st == 0A) bound to `port`, from /proc/net/tcp{,6}.
-std::set<std::string> listening_inodes(std::uint16_t port) {
-  std::set<std::string> inodes;
+// One row of /proc/net/tcp{,6}: state (0A = LISTEN), local and remote ports, socket inode.
+struct TcpSocket {
+  std::string state;
+  unsigned local_port = 0;
+  unsigned remote_port = 0;
+  std::string inode;
+};
+
+unsigned hex_port(const std::string& address) {  // "0100007F:7530" -> 30000
+  auto colon = address.rfind(':');
+  unsigned value = 0;
+  if (colon == std::string::npos) return 0;
+  std::from_chars(address.data() + colon + 1, address.data() + address.size(), value, 16);
+  return value;
+}
+
+template <typename Fn>
+void for_each_tcp_socket(Fn&& fn) {
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream in(table);
     std::string line;
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
       std::istringstream fields(line);
-      std::string sl, local, remote, st, queues, tr, retrnsmt, uid, timeout, inode;
-      fields >> sl >> local >> remote >> st >> queues >> tr >> retrnsmt >> uid >> timeout >> inode;
-      if (st != "0A") continue;
-      auto colon = local.rfind(':');
-      if (colon == std::string::npos) continue;
-      unsigned value = 0;
-      auto hex = local.substr(colon + 1);
-      auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
-      if (ec == std::errc() && value == port) inodes.insert(inode);
+      std::string sl, local, remote, queues, tr, retrnsmt, uid, timeout;
+      TcpSocket sock;
+      fields >> sl >> local >> remote >> sock.state >> queues >> tr >> retrnsmt >> uid >> timeout >> sock.inode;
+      sock.local_port = hex_port(local);
+      sock.remote_port = hex_port(remote);
+      fn(sock);
     }
   }
+}
+
+// Socket inodes in LISTEN state bound to `port`.
+std::set<std::string> listening_inodes(std::uint16_t port) {
+  std::set<std::string> inodes;
+  for_each_tcp_socket([&](const TcpSocket& sock) {
+    if (sock.state == "0A" && sock.local_port == port) inodes.insert(sock.inode);
+  });
   return inodes;
 }
 
@@ -136,24 +156,11 @@ bool connected_to_port(pid_t pid, std::uint16_t port) {
     if (!link_ec && target.rfind("socket:[", 0) == 0) mine.insert(target.substr(8, target.size() - 9));
   }
   if (mine.empty()) return false;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string sl, local, remote, st, queues, tr, retrnsmt, uid, timeout, inode;
-      fields >> sl >> local >> remote >> st >> queues >> tr >> retrnsmt >> uid >> timeout >> inode;
-      if (st == "0A" || !mine.count(inode)) continue;
-      auto colon = remote.rfind(':');
-      unsigned value = 0;
-      if (colon == std::string::npos) continue;
-      auto hex = remote.substr(colon + 1);
-      auto [p, perr] = std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
-      if (perr == std::errc() && value == port) return true;
-    }
-  }
-  return false;
+  bool connected = false;
+  for_each_tcp_socket([&](const TcpSocket& sock) {
+    if (sock.state != "0A" && sock.remote_port == port && mine.count(sock.inode)) connected = true;
+  });
+  return connected;
 }
 
 std::uint64_t raise_open_file_limit() {
