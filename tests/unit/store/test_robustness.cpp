@@ -7,17 +7,13 @@
 
 #include "store/codec.hpp"
 #include "store/state.hpp"
+#include "unit/store/recording_outbox.hpp"
 
 using namespace ddp::store;
 
 namespace {
 
-struct Recorder : Outbox {
-  std::map<ConnId, std::string> sent;
-  std::map<ConnId, std::string> closed;
-  void send(ConnId conn, std::string_view bytes) override { sent[conn].append(bytes); }
-  void close(ConnId conn, std::string_view reason) override { closed[conn] = std::string(reason); }
-};
+using Recorder = testing::RecordingOutbox;
 
 Request request(Op op, std::vector<std::string> keys, std::vector<std::string> values = {}) {
   Request r;

@@ -5,22 +5,13 @@
 
 #include "store/codec.hpp"
 #include "store/state.hpp"
+#include "unit/store/recording_outbox.hpp"
 
 using namespace ddp::store;
 
 namespace {
 
-struct RecordingOutbox : Outbox {
-  std::map<ConnId, std::string> sent;
-  std::map<ConnId, std::string> closed;
-  void send(ConnId conn, std::string_view bytes) override { sent[conn].append(bytes); }
-  void close(ConnId conn, std::string_view reason) override { closed[conn] = std::string(reason); }
-  std::string take(ConnId conn) {
-    auto s = sent[conn];
-    sent[conn].clear();
-    return s;
-  }
-};
+using testing::RecordingOutbox;
 
 std::string i64(std::int64_t v) {
   std::string s;
