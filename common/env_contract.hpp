@@ -37,4 +37,19 @@ inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|i
 // Fresh for every attempt; the supervisor removes it after the job.
 inline constexpr std::string_view kFileStorePath = "DDP_FILESTORE_PATH";
 
+// --- batch policy (`run --global-batch B` or `--per-rank-batch b`), read by the examples/SDK ---
+// Global batch across all ranks (per-rank batch × WORLD_SIZE).
+inline constexpr std::string_view kGlobalBatch = "DDP_GLOBAL_BATCH";
+// Batch each rank processes per step.
+inline constexpr std::string_view kPerRankBatch = "DDP_PER_RANK_BATCH";
+// Multiply the base learning rate by this (linear scaling rule; 1 when the global batch is fixed).
+inline constexpr std::string_view kLrScale = "DDP_LR_SCALE";
+// Steps over which the scaled learning rate ramps up from the base one (0: no warm-up).
+inline constexpr std::string_view kLrWarmupSteps = "DDP_LR_WARMUP_STEPS";
+
+// --- metric lines: a worker prints `@ddp-metric step=12 loss=0.5312 samples_per_s=812.4` on
+// stdout (keys [A-Za-z_][A-Za-z0-9_.]*, values decimal numbers); the supervisor keeps them per
+// rank in <run_dir>/metrics.csv. Spelled here so the SDK and the supervisor agree.
+inline constexpr std::string_view kMetricLinePrefix = "@ddp-metric ";
+
 }  // namespace ddp::env
