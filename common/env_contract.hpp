@@ -52,4 +52,18 @@ inline constexpr std::string_view kLrWarmupSteps = "DDP_LR_WARMUP_STEPS";
 // rank in <run_dir>/metrics.csv. Spelled here so the SDK and the supervisor agree.
 inline constexpr std::string_view kMetricLinePrefix = "@ddp-metric ";
 
+// --- Slurm: read by `ddp-launch run` under srun (launcher/slurm.hpp), never set by us ---
+inline constexpr std::string_view kSlurmPrefix = "SLURM_";
+inline constexpr std::string_view kSlurmJobId = "SLURM_JOB_ID";
+inline constexpr std::string_view kSlurmStepId = "SLURM_STEP_ID";        // only inside an srun step
+inline constexpr std::string_view kSlurmNnodes = "SLURM_NNODES";          // nodes of the step (job in a batch script)
+inline constexpr std::string_view kSlurmStepNumNodes = "SLURM_STEP_NUM_NODES";
+inline constexpr std::string_view kSlurmNodeId = "SLURM_NODEID";          // this node's index in the step
+inline constexpr std::string_view kSlurmJobNodelist = "SLURM_JOB_NODELIST";  // the whole allocation
+inline constexpr std::string_view kSlurmStepNodelist = "SLURM_STEP_NODELIST";  // the step's nodes (may be fewer)
+inline constexpr std::string_view kSlurmNtasks = "SLURM_NTASKS";
+inline constexpr std::string_view kSlurmStepNumTasks = "SLURM_STEP_NUM_TASKS";
+inline constexpr std::string_view kSlurmLocalId = "SLURM_LOCALID";  // task index on this node
+inline constexpr std::string_view kSlurmProcId = "SLURM_PROCID";    // task index in the step
+
 }  // namespace ddp::env

@@ -34,6 +34,7 @@
 #include "common/error.hpp"
 #include "common/gpu.hpp"
 #include "common/proc.hpp"
+#include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/worker_env.hpp"
 #include "store/filestore_cleaner.hpp"
@@ -334,84 +335,7 @@ DoctorCheck check_nofile() {
 
 // ---- python and torch -----------------------------------------------------------------------
 
-struct ProbeRun {
-  bool started = false;
-  std::string start_error;  // why it could not be started
-  bool timed_out = false;
-  int exit_code = -1;  // when it exited
-  int signal = 0;      // when a signal ended it
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `argv` with stdout and stderr into one pipe, waits for it to close and the child to exit,
-// and kills the child at `timeout`.
-ProbeRun run_probe(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  ProbeRun r;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    r.start_error = fmt::format("pipe: {}", std::strerror(errno));
-    return r;
-  }
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    r.start_error = std::strerror(rc);
-    return r;
-  }
-  r.started = true;
-
-  // pidfd: the child's exit and its output are waited for in one poll, with one deadline.
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool eof = false;
-  bool exited = false;
-  while (!eof || !exited) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      r.timed_out = true;
-      break;
-    }
-    pollfd pfds[2] = {{eof ? -1 : fds[0], POLLIN, 0}, {exited || pidfd < 0 ? -1 : pidfd, POLLIN, 0}};
-    if (::poll(pfds, 2, static_cast<int>(left)) < 0) {
-      if (errno == EINTR) continue;
-      r.timed_out = true;
-      break;
-    }
-    if (pfds[0].revents != 0) {
-      char buf[4096];
-      const ssize_t n = ::read(fds[0], buf, sizeof buf);
-      if (n > 0) {
-        if (r.output.size() < 64 * 1024) r.output.append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        eof = true;
-      }
-    }
-    if (pfds[1].revents != 0) exited = true;
-    // Without a pidfd (old kernel) the closed pipe is the sign of the end.
-    if (pidfd < 0 && eof) break;
-  }
-  if (r.timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (pidfd >= 0) ::close(pidfd);
-  ::close(fds[0]);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
-}
+using ProbeRun = CommandRun;
 
 // The last few lines of what the interpreter printed, on one line.
 std::string tail_of(const std::string& output, std::size_t max_lines = 3) {
@@ -511,7 +435,7 @@ DoctorCheck check_python(const std::string& given, std::chrono::milliseconds tim
     }
     interpreter = found.string();
   }
-  return judge_python(given, interpreter, run_probe({interpreter, "-c", kProbeScript}, timeout), timeout);
+  return judge_python(given, interpreter, run_command({interpreter, "-c", kProbeScript}, timeout), timeout);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/gpu.hpp"
 #include "launcher/commands.hpp"
+#include "launcher/slurm.hpp"
 #include "launcher/supervisor.hpp"
 
 extern char** environ;
@@ -51,6 +52,7 @@ struct RunArgs {
   std::string events;
   std::string python;
   std::string backend = "gloo";
+  bool no_slurm = false;
   std::vector<std::string> command;
 };
 
@@ -134,6 +136,26 @@ std::string make_run_id() {
   return fmt::format("{:08x}", rd());
 }
 
+// Under srun: node count, node rank, store host and port, run id from SLURM_*, each unless given as
+// a flag (or PET_*). See launcher/slurm.hpp and launcher/README.md (Slurm).
+void take_from_slurm(const CLI::App& sub, RunArgs& a) {
+  if (a.no_slurm) return;
+  auto given = [&](const char* name) { return sub.get_option(name)->count() > 0; };
+  launcher::slurm::ExplicitFlags flags{given("--nnodes"),
+                                       given("--node-rank"),
+                                       given("--master-addr") || !a.rdzv_endpoint.empty(),
+                                       given("--master-port") || a.rdzv_endpoint.find(':') != std::string::npos,
+                                       given("--rdzv-id"),
+                                       a.standalone};
+  auto topo = launcher::slurm::topology_from_environment(flags);
+  if (!topo) return;
+  if (topo->nnodes) a.nnodes = std::to_string(*topo->nnodes);
+  if (topo->node_rank) a.node_rank = *topo->node_rank;
+  if (topo->master_addr) a.master_addr = *topo->master_addr;
+  if (topo->master_port) a.master_port = *topo->master_port;
+  if (topo->rdzv_id) a.rdzv_id = *topo->rdzv_id;
+}
+
 }  // namespace
 
 Command add_run_command(CLI::App& app) {
@@ -204,6 +226,7 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--events", a->events, "Write the supervisor's life as JSON lines to FILE");
   sub->add_option("--python", a->python, "Python interpreter for the workers (default: $PYTHON_EXEC or python3)");
   sub->add_option("--backend", a->backend, "Value of the {backend} argv placeholder")->capture_default_str();
+  sub->add_flag("--no-slurm", a->no_slurm, "Ignore SLURM_* (under srun: run as if outside Slurm)");
   // Everything from the first positional on is the worker's command line, flags included.
   sub->prefix_command();
   sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");
@@ -219,6 +242,7 @@ Command add_run_command(CLI::App& app) {
                                    a->rdzv_backend));
     }
     if (a->no_python && a->module) throw UsageError("--no-python and --module cannot be combined");
+    take_from_slurm(*sub, *a);
     launcher::SupervisorConfig c;
     c.plan.nnodes = parse_nnodes(a->nnodes);
     c.plan.node_rank = a->node_rank;

@@ -11,6 +11,7 @@ PACKAGES=(
   clang libclang-rt-dev          # libFuzzer harnesses
   iproute2 procps psmisc         # ss, ps, fuser used by tests
   debootstrap                    # torch 2.x client chroots for the store tests
+  slurmctld slurmd slurm-client munge   # Slurm 22.05 for tests/integration/slurm (the tests start it)
 )
 
 missing=()
@@ -35,6 +36,13 @@ export DEBIAN_FRONTEND=noninteractive
 # A fresh machine has no package lists; update once, and again if an install fails on stale lists.
 if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
   $SUDO apt-get update -q
+fi
+# Without systemd, postinst scripts start munge/slurm daemons through /etc/init.d on the default
+# paths; the Slurm tests start their own. A temporary policy-rc.d (exit 101) keeps them down.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod 755 /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
   $SUDO apt-get update -q

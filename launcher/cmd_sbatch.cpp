@@ -1,0 +1,197 @@
+// `ddp-launch sbatch [sbatch options] [run options] SCRIPT [args]`: an sbatch script that starts one
+// `ddp-launch run` per node under srun with the same run options; printed, written, or submitted.
+// The run options are mirrored from the run command itself, so every run flag is accepted here too
+// and checked by run's own parser before anything is written.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "common/error.hpp"
+#include "common/subprocess.hpp"
+#include "launcher/commands.hpp"
+#include "launcher/sbatch_script.hpp"
+
+namespace ddp::cli {
+namespace {
+
+struct MirroredOption {
+  CLI::Option* option;
+  std::string name;  // --long-name as run spells it
+  bool flag;
+};
+
+struct SbatchArgs {
+  launcher::SbatchScript script;
+  std::string output_script;
+  bool submit = false;
+  double submit_timeout = 60;
+  std::vector<MirroredOption> run_options;
+};
+
+// Registers every option of `run` on `sub` (same names, no binding, no PET_* defaults: the job's
+// own environment supplies those at run time).
+std::vector<MirroredOption> mirror_run_options(CLI::App& sub) {
+  CLI::App probe;
+  auto run = add_run_command(probe);
+  std::vector<MirroredOption> out;
+  for (const CLI::Option* opt : run.sub->get_options()) {
+    if (opt == run.sub->get_help_ptr() || opt->get_positional() || opt->get_lnames().empty()) continue;
+    std::vector<std::string> names;
+    for (const auto& s : opt->get_snames()) {
+      if (!sub.get_option_no_throw("-" + s)) names.push_back("-" + s);
+    }
+    for (const auto& l : opt->get_lnames()) {
+      if (!sub.get_option_no_throw("--" + l)) names.push_back("--" + l);
+    }
+    if (names.empty()) continue;  // shadowed by an sbatch option of the same name
+    std::string joined = fmt::format("{}", fmt::join(names, ","));
+    const bool flag = opt->get_type_size_max() == 0;
+    CLI::Option* mirror =
+        flag ? sub.add_flag(joined, opt->get_description())
+             : sub.add_option(joined, opt->get_description())->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    mirror->group("Run options (passed to `ddp-launch run` on every node)");
+    out.push_back({mirror, "--" + opt->get_lnames().front(), flag});
+  }
+  return out;
+}
+
+// The run part is parsed by run's own parser: a bad value fails here, not on the cluster.
+void check_run_args(const std::vector<std::string>& options, const std::vector<std::string>& command) {
+  CLI::App probe;
+  probe.require_subcommand(1);
+  add_run_command(probe);
+  std::vector<std::string> args{"run"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), command.begin(), command.end());
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    probe.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(fmt::format("run options: {}", e.what()));
+  }
+}
+
+std::string this_executable() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.string();
+}
+
+}  // namespace
+
+Command add_sbatch_command(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "sbatch", "Write (or --submit) an sbatch script that runs `ddp-launch run` once per node with these options");
+  auto a = std::make_shared<SbatchArgs>();
+  auto& s = a->script;
+  const char* group = "Slurm options (#SBATCH lines)";
+  sub->add_option("--job-name", s.job_name, "Job name (default: the script's name)")->group(group);
+  sub->add_option("--output", s.output, "Job output file, Slurm patterns allowed (default: %x-%j.out)")->group(group);
+  sub->add_option("--time", s.time, "Time limit, e.g. 30 or 02:00:00 (default: the partition's)")->group(group);
+  sub->add_option("--partition", s.partition, "Partition")->group(group);
+  sub->add_option("--account", s.account, "Account")->group(group);
+  sub->add_option("--qos", s.qos, "Quality of service")->group(group);
+  sub->add_option("--chdir", s.chdir, "Working directory of the job (default: where sbatch runs)")->group(group);
+  sub->add_option("--sbatch-arg", s.extra, "Any other sbatch option, one per use: --sbatch-arg=--exclusive")
+      ->group(group);
+  sub->add_option("--launcher", s.launcher, "ddp-launch on the compute nodes (default: this binary)")->group(group);
+  sub->add_option("--output-script", a->output_script, "Write the script to FILE (default: stdout)");
+  sub->add_flag("--submit", a->submit, "Submit it with `sbatch --parsable` and print the job id");
+  sub->add_option("--submit-timeout", a->submit_timeout, "Seconds to wait for sbatch to answer")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  a->run_options = mirror_run_options(*sub);
+  sub->prefix_command();
+  // "--" before the script: CLI11 hands it back to the parent app unless the subcommand still has a
+  // positional to fill. This hidden one never accepts a value (validate_positionals), so "--" and
+  // everything after it land in remaining(), as a script found by prefix_command() does.
+  sub->validate_positionals();
+  sub->add_option("end_of_options")
+      ->check(CLI::Validator([](const std::string&) { return std::string("never"); }, ""))
+      ->group("");
+  sub->footer(
+      "Usage: ddp-launch sbatch [sbatch options] [run options] SCRIPT [script args...]\n"
+      "--nnodes N (or MIN:MAX) becomes #SBATCH --nodes; each node's rank, the store host and port come from Slurm.");
+
+  auto run = [a, sub]() -> int {
+    auto& script = a->script;
+    script.command = sub->remaining();
+    if (!script.command.empty() && script.command.front() == "--") script.command.erase(script.command.begin());
+    if (script.command.empty()) {
+      throw UsageError("no training script given: ddp-launch sbatch [options] SCRIPT [args...]");
+    }
+    script.run_options.clear();
+    for (const auto& m : a->run_options) {
+      if (m.option->count() == 0) continue;
+      if (m.name == "--nnodes") {
+        script.nodes = launcher::sbatch_nodes(m.option->results().back());
+        continue;  // under srun each supervisor takes the node count from Slurm
+      }
+      if (m.name == "--node-rank") {
+        throw UsageError("--node-rank: under sbatch every node takes its rank from Slurm (SLURM_NODEID); drop it");
+      }
+      if (m.flag) {
+        script.run_options.push_back(m.name);
+      } else {
+        script.run_options.push_back(m.name);
+        script.run_options.push_back(m.option->results().back());
+      }
+    }
+    check_run_args(script.run_options, script.command);
+    if (script.launcher.empty()) script.launcher = this_executable();
+    const std::string text = launcher::render_sbatch_script(script);
+
+    std::string path = a->output_script;
+    std::string temp;
+    if (path.empty() && a->submit) {
+      char name[] = "/tmp/ddp-launch-sbatch-XXXXXX";
+      int fd = ::mkstemp(name);
+      if (fd < 0) throw Error(fmt::format("cannot create a temporary script file: {}", std::strerror(errno)));
+      ::close(fd);
+      path = temp = name;
+    }
+    if (path.empty()) {
+      std::cout << text << std::flush;
+      return 0;
+    }
+    {
+      std::ofstream f(path, std::ios::trunc);
+      f << text;
+      if (!f.flush()) throw UsageError(fmt::format("--output-script {}: cannot write it", path));
+    }
+    ::chmod(path.c_str(), 0755);
+    if (!a->submit) {
+      spdlog::info("wrote {} (submit it with: sbatch {})", path, path);
+      return 0;
+    }
+    auto r = run_command({"sbatch", "--parsable", path},
+                         std::chrono::milliseconds(static_cast<long>(a->submit_timeout * 1000)), true);
+    if (!temp.empty()) std::filesystem::remove(temp);
+    if (!r.started)
+      throw Error(fmt::format("sbatch could not be started ({}): is Slurm installed here?", r.start_error));
+    if (r.timed_out) {
+      throw Error(
+          fmt::format("sbatch gave no answer within {}s (is slurmctld up? `scontrol ping`)", a->submit_timeout));
+    }
+    if (r.exit_code != 0) {
+      throw Error(fmt::format("sbatch exited {}: {}", r.exit_code, r.errors.empty() ? r.output : r.errors));
+    }
+    auto id = launcher::job_id_from_parsable(r.output);
+    std::cout << id << std::endl;
+    spdlog::info("submitted Slurm job {} ({} node(s)); follow it with `scontrol -o show job {}`", id, script.nodes, id);
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace ddp::cli

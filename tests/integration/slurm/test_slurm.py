@@ -1,0 +1,146 @@
+"""ddp-launch on a real Slurm 22.05 cluster started here (2 emulated nodes, slurm_cluster.py):
+`srun -N2 ddp-launch run` trains 4 gloo ranks with the topology taken from SLURM_*; a script from
+`ddp-launch sbatch --submit` completes; scancel of a running job leaves no process behind."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import DDP_LAUNCH, PYTHON, check, run_tests  # noqa: E402
+from slurm_cluster import SlurmCluster, skip_unless_available  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "slurm_worker.py")
+LAUNCH = os.path.abspath(DDP_LAUNCH)
+CLUSTER = None
+
+
+def records(out_dir, n, timeout, what):
+    deadline = time.monotonic() + timeout
+    while len(glob.glob(os.path.join(out_dir, "rank*.json"))) < n:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: only {sorted(os.listdir(out_dir))} of {n} rank records within {timeout}s")
+        time.sleep(0.2)
+    return {r["rank"]: r for r in (json.load(open(p)) for p in glob.glob(os.path.join(out_dir, "rank*.json")))}
+
+
+def check_four_ranks(recs, job_id):
+    check(sorted(recs) == [0, 1, 2, 3], f"ranks {sorted(recs)}")
+    for r in recs.values():
+        check(r["world"] == 4 and r["sum"] == 10.0, f"rank {r['rank']}: world {r['world']} sum {r['sum']}")
+        check(r["GROUP_RANK"] == r["SLURM_NODEID"], f"node rank {r['GROUP_RANK']} is not SLURM_NODEID {r}")
+        check(r["TORCHELASTIC_RUN_ID"] == str(job_id), f"run id {r['TORCHELASTIC_RUN_ID']} is not the job id")
+        check(r["MASTER_ADDR"] == "127.0.0.1", f"MASTER_ADDR {r['MASTER_ADDR']}: n1's NodeAddr is 127.0.0.1")
+    check({r["SLURMD_NODENAME"] for r in recs.values()} == {"n1", "n2"}, f"nodes used: {recs}")
+    check({recs[0]["GROUP_RANK"], recs[2]["GROUP_RANK"]} == {"0", "1"}, "ranks 0-1 on node 0, 2-3 on node 1")
+    check(len({r["MASTER_PORT"] for r in recs.values()}) == 1, "every rank meets at one port")
+
+
+def test_srun_two_nodes_trains_with_slurm_topology():
+    with tempfile.TemporaryDirectory() as out:
+        r = CLUSTER.run(["srun", "-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", LAUNCH, "run",
+                         "--nproc-per-node", "2", "--python", PYTHON, WORKER, "--out", out],
+                        timeout=240, check=False, cwd=CLUSTER.jobs_dir)
+        check(r.returncode == 0, f"srun exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+        recs = records(out, 4, 5, "srun -N2")
+        job_id = recs[0]["SLURM_JOB_ID"]
+        check_four_ranks(recs, job_id)
+        # One line per supervisor says what came from Slurm.
+        lines = [l for l in r.stderr.splitlines() if f"Slurm job {job_id} step 0:" in l]
+        check(len(lines) == 2, f"expected one Slurm line per node, got {lines}\n{r.stderr}")
+        check(any("node rank 1" in l for l in lines) and any("node rank 0" in l for l in lines), f"{lines}")
+        check(all("store host n1 is 127.0.0.1" in l for l in lines), f"store host not resolved: {lines}")
+
+
+def test_srun_explicit_master_port_wins():
+    with tempfile.TemporaryDirectory() as out:
+        from harness import free_port
+        port = free_port()
+        r = CLUSTER.run(["srun", "-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", LAUNCH, "run",
+                         "--nproc-per-node", "1", "--master-port", str(port), "--python", PYTHON, WORKER,
+                         "--out", out], timeout=240, check=False, cwd=CLUSTER.jobs_dir)
+        check(r.returncode == 0, f"srun exit {r.returncode}\nstderr: {r.stderr}")
+        recs = records(out, 2, 5, "srun --master-port")
+        check(all(x["MASTER_PORT"] == str(port) for x in recs.values()), f"--master-port lost: {recs}")
+        check("kept from flags: --master-port" in r.stderr, f"no mention of the kept flag: {r.stderr}")
+
+
+def test_srun_two_tasks_per_node_is_refused():
+    r = CLUSTER.run(["srun", "-N1", "-n2", LAUNCH, "run", "--nproc-per-node", "1", "--python", PYTHON, WORKER,
+                     "--out", "/nonexistent"], timeout=120, check=False, cwd=CLUSTER.jobs_dir)
+    check(r.returncode != 0, "two tasks on one node were accepted")
+    check("--ntasks-per-node=1" in r.stderr and "2 tasks on 1 node" in r.stderr,
+          f"the error does not explain the fix: {r.stderr}")
+
+
+def submit(out, *extra, name):
+    r = subprocess.run([LAUNCH, "sbatch", "--nnodes", "2", "--nproc-per-node", "2", "--python", PYTHON,
+                        "--job-name", name, "--time", "10", "--submit", *extra, WORKER, "--out", out],
+                       capture_output=True, text=True, timeout=60, env=CLUSTER.env, cwd=CLUSTER.jobs_dir)
+    check(r.returncode == 0, f"ddp-launch sbatch --submit exit {r.returncode}: {r.stderr}")
+    job_id = r.stdout.strip()
+    check(job_id.isdigit(), f"no job id on stdout: {r.stdout!r}")
+    return job_id
+
+
+def test_sbatch_script_submitted_completes():
+    with tempfile.TemporaryDirectory() as out:
+        os.chmod(out, 0o777)
+        job_id = submit(out, name="ddp-sbatch-test")
+        info = CLUSTER.wait_job_state(job_id, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}, 240)
+        log = os.path.join(CLUSTER.jobs_dir, f"ddp-sbatch-test-{job_id}.out")
+        text = open(log).read() if os.path.exists(log) else f"(no {log})"
+        check(info["JobState"] == "COMPLETED" and info.get("ExitCode") == "0:0",
+              f"job {job_id}: {info.get('JobState')} {info.get('ExitCode')}\n{text}")
+        check(info.get("NumNodes") == "2", f"job ran on {info.get('NumNodes')} nodes")
+        check_four_ranks(records(out, 4, 5, "sbatch job"), job_id)
+        check("rank 3 of 4 sum 10" in text, f"job output lacks rank 3's line: {text}")
+
+
+def slurm_job_pids(job_id):
+    """Processes whose environment says SLURM_JOB_ID=job_id (srun tasks inherit it, workers too)."""
+    needle = f"SLURM_JOB_ID={job_id}".encode()
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    with open(f"/proc/{d}/stat") as s:
+                        if s.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def test_scancel_leaves_no_process():
+    with tempfile.TemporaryDirectory() as out:
+        os.chmod(out, 0o777)
+        job_id = submit(out, "--shutdown-grace", "3", name="ddp-cancel-test")
+        CLUSTER.wait_job_state(job_id, {"RUNNING"}, 120)
+        recs = records(out, 4, 180, "held job")
+        workers = [r["pid"] for r in recs.values()]
+        before = slurm_job_pids(job_id)
+        check(all(p in before for p in workers), f"workers {workers} not found by SLURM_JOB_ID among {before}")
+        CLUSTER.run(["scancel", job_id], timeout=30)
+        info = CLUSTER.wait_job_state(job_id, {"CANCELLED"}, 60)
+        deadline = time.monotonic() + 30
+        while slurm_job_pids(job_id) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = slurm_job_pids(job_id)
+        descr = {p: open(f"/proc/{p}/cmdline").read().replace("\0", " ") for p in left if os.path.exists(f"/proc/{p}")}
+        check(not left, f"after scancel ({info.get('JobState')}) these processes of job {job_id} live on: {descr}")
+
+
+if __name__ == "__main__":
+    skip_unless_available()
+    with SlurmCluster(nodes=2) as CLUSTER:
+        run_tests([test_srun_two_nodes_trains_with_slurm_topology, test_srun_explicit_master_port_wins,
+                   test_srun_two_tasks_per_node_is_refused, test_sbatch_script_submitted_completes,
+                   test_scancel_leaves_no_process])
