@@ -8,11 +8,14 @@ slurmd skip the autodetection that fails in containers).
 
 Only processes this object started are stopped: daemons by their pid files, job steps by the unix
 sockets they hold in this cluster's spool directory (slurmstepd outlives slurmd by design).
+The daemons detach, so a guard process (this file with --guard, in its own session) stops the
+cluster if the test that owns it dies without stopping it (SIGKILL, a ctest timeout).
 
 Usage:
     with SlurmCluster(nodes=2) as c:
         c.run(["srun", "-N2", "hostname"])     # SLURM_CONF is set in c.env
 """
+import json
 import os
 import random
 import shutil
@@ -46,13 +49,22 @@ def skip_unless_available():
         sys.exit(77)
 
 
+def _port_taken(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _alive(pid):
+def alive(pid):
     """True if pid exists and is not a zombie (PID 1 here may reap orphans late)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -95,7 +107,7 @@ def descendants(pid):
 
 def _wait_gone(pids, timeout):
     deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids):
+    while any(alive(p) for p in pids):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.1)
@@ -103,9 +115,10 @@ def _wait_gone(pids, timeout):
 
 
 class SlurmCluster:
-    def __init__(self, nodes=2, name="ddptest", start_timeout=60.0):
+    def __init__(self, nodes=2, name="ddptest", start_timeout=60.0, base=None):
         self.nodes = [f"n{i + 1}" for i in range(nodes)]
-        self.base = tempfile.mkdtemp(prefix="ddp-slurm-", dir="/tmp")
+        self.base = base or tempfile.mkdtemp(prefix="ddp-slurm-", dir="/tmp")
+        self.guard = None
         os.chmod(self.base, 0o755)  # munged insists on a socket path executable by everyone
         self.name = name
         self.start_timeout = start_timeout
@@ -141,7 +154,9 @@ class SlurmCluster:
         except OSError as e:
             return f"({e})"
 
-    def _wait(self, what, cond, timeout, logs=()):
+    def _wait(self, what, cond, timeout, logs=(), daemons=()):
+        """Polls cond until true; fails at the timeout, or at once when one of daemons
+        ((pidfile, comm) pairs) has written its pid file and died."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -149,14 +164,16 @@ class SlurmCluster:
                     return
             except (ClusterError, OSError):
                 pass
-            if time.monotonic() > deadline:
+            dead = [c for pf, c in daemons if _read_pid(pf) and not self._daemon_pid(pf, c)]
+            if dead or time.monotonic() > deadline:
                 tails = "\n".join(f"--- {l}:\n{self._tail(l)}" for l in logs)
-                raise ClusterError(f"{what} not within {timeout}s (cluster under {self.base})\n{tails}")
+                why = f"{', '.join(dead)} died" if dead else f"not within {timeout}s"
+                raise ClusterError(f"{what}: {why} (cluster under {self.base})\n{tails}")
             time.sleep(0.2)
 
     def _daemon_pid(self, pidfile, comm):
         pid = _read_pid(pidfile)
-        if pid and _alive(pid):
+        if pid and alive(pid):
             try:
                 with open(f"/proc/{pid}/comm") as f:
                     if f.read().strip() == comm:
@@ -214,10 +231,20 @@ class SlurmCluster:
         with open(self.path("etc", "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\n")
 
+    def _start_guard(self):
+        with open(self.path("meta.json"), "w") as f:
+            json.dump({"nodes": len(self.nodes), "owner": os.getpid()}, f)
+        log = open(self.path("log", "guard.log"), "w")
+        self.guard = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--guard", self.base,
+                                       str(os.getpid())], start_new_session=True, stdin=subprocess.DEVNULL,
+                                      stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
     def start(self):
         t0 = time.monotonic()
         try:
             self._write_config()
+            self._start_guard()
             key = self.path("munge", "munge.key")
             with open(key, "wb") as f:
                 f.write(os.urandom(1024))
@@ -229,14 +256,20 @@ class SlurmCluster:
             self._wait("munged answering on its socket", lambda: subprocess.run(
                 f"munge -n -S {self.sock} | unmunge -S {self.sock}", shell=True, capture_output=True,
                 timeout=10).returncode == 0, 20, ["munged.log"])
+            # A daemon whose port was taken since we chose it dies before writing its pid file: say so now.
+            for who, port in [("slurmctld", self.ctld_port)] + [(f"slurmd {n}", p) for n, p in self.node_ports.items()]:
+                if _port_taken(port):
+                    raise ClusterError(f"port {port} chosen for {who} is in use by now; start the cluster again")
             self.run(["slurmctld", "-f", self.conf], timeout=30)
             self._wait("slurmctld answering `scontrol ping`",
                        lambda: "is UP" in self.run(["scontrol", "ping"], timeout=10, check=False).stdout,
-                       self.start_timeout, ["slurmctld.log"])
+                       self.start_timeout, ["slurmctld.log"],
+                       [(self.path("run", "slurmctld.pid"), "slurmctld")])
             for n in self.nodes:
                 self.run(["slurmd", "-f", self.conf, "-N", n], timeout=30)
             self._wait(f"nodes {','.join(self.nodes)} idle in sinfo", self._all_idle, self.start_timeout,
-                       ["slurmctld.log"] + [f"slurmd-{n}.log" for n in self.nodes])
+                       ["slurmctld.log"] + [f"slurmd-{n}.log" for n in self.nodes],
+                       [(self.path("run", f"slurmd-{n}.pid"), "slurmd") for n in self.nodes])
         except Exception:
             self.stop()
             raise
@@ -302,6 +335,10 @@ class SlurmCluster:
 
     def stop(self):
         """Stops everything this cluster started and removes its directory. Never raises."""
+        if self.guard is not None:
+            self.guard.terminate()
+            self.guard.wait()
+            self.guard = None
         if not self.started:
             shutil.rmtree(self.base, ignore_errors=True)
             return
@@ -318,11 +355,11 @@ class SlurmCluster:
                    if p] + ([ctld] if ctld else [])
         if not _wait_gone(daemons, 5):
             for p in daemons:
-                if _alive(p):
+                if alive(p):
                     os.kill(p, 15)
             if not _wait_gone(daemons, 5):
                 for p in daemons:
-                    if _alive(p):
+                    if alive(p):
                         os.kill(p, 9)
         left = self._stepd_pids()
         if left:
@@ -350,3 +387,21 @@ class SlurmCluster:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def _guard(base, owner):
+    """Waits for the owner's death; then stops the cluster under base unless it is gone already."""
+    while os.path.isdir(base) and alive(owner):
+        time.sleep(0.5)
+    if not os.path.isdir(base):
+        return
+    with open(os.path.join(base, "meta.json")) as f:
+        meta = json.load(f)
+    print(f"owner {owner} is gone without stopping the cluster: stopping it", flush=True)
+    c = SlurmCluster(nodes=meta["nodes"], base=base)
+    c.started = True
+    c.stop()
+
+
+if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--guard":
+    _guard(sys.argv[2], int(sys.argv[3]))

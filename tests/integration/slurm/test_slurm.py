@@ -4,14 +4,15 @@
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import DDP_LAUNCH, PYTHON, check, run_tests  # noqa: E402
-from slurm_cluster import SlurmCluster, skip_unless_available  # noqa: E402
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, run_tests  # noqa: E402
+from slurm_cluster import SlurmCluster, alive, skip_unless_available  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "slurm_worker.py")
@@ -138,9 +139,38 @@ def test_scancel_leaves_no_process():
         check(not left, f"after scancel ({info.get('JobState')}) these processes of job {job_id} live on: {descr}")
 
 
+def test_cluster_of_a_killed_owner_is_stopped():
+    """A test SIGKILLed (or timed out by ctest) leaves no Slurm daemon or job behind: the guard stops them."""
+    code = ("import sys, time; sys.path.insert(0, %r); from slurm_cluster import SlurmCluster; "
+            "c = SlurmCluster(nodes=1).start(); time.sleep(600)" % HERE)
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        up = LineReader(owner.stdout).wait_for("slurm cluster up", 60, "the owner's cluster starting")
+        base = up.split(" under ", 1)[1].split()[0]
+        check(base.startswith("/tmp/ddp-slurm-"), f"the owner printed no cluster dir: {base!r}")
+        pids = []
+        for f in ("run/slurmctld.pid", "run/slurmd-n1.pid", "munge/munged.pid"):
+            with open(os.path.join(base, f)) as fh:
+                pids.append(int(fh.read().strip()))
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 30
+    while (os.path.isdir(base) or any(alive(p) for p in pids)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    check(not os.path.isdir(base), f"{base} is still there 30s after its owner died")
+    left = [p for p in pids if alive(p)]
+    check(not left, f"daemons {left} of the dead owner's cluster still run")
+
+
+def _exit_on_sigterm(*_):
+    sys.exit(143)  # unwinds through `with SlurmCluster`, which stops the cluster
+
+
 if __name__ == "__main__":
     skip_unless_available()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with SlurmCluster(nodes=2) as CLUSTER:
         run_tests([test_srun_two_nodes_trains_with_slurm_topology, test_srun_explicit_master_port_wins,
                    test_srun_two_tasks_per_node_is_refused, test_sbatch_script_submitted_completes,
-                   test_scancel_leaves_no_process])
+                   test_scancel_leaves_no_process, test_cluster_of_a_killed_owner_is_stopped])
