@@ -78,6 +78,32 @@ def test_srun_two_tasks_per_node_is_refused():
           f"the error does not explain the fix: {r.stderr}")
 
 
+def test_unknown_store_host_is_named():
+    """A first node that neither DNS nor Slurm knows: exit 2 naming the node and the fix, at once."""
+    env = dict(CLUSTER.env, SLURM_JOB_ID="77", SLURM_STEP_ID="0", SLURM_STEP_NUM_NODES="2", SLURM_NODEID="1",
+               SLURM_STEP_NODELIST="nosuch[1-2]", SLURM_STEP_NUM_TASKS="2")
+    r = subprocess.run([LAUNCH, "run", "--no-python", "/bin/true"], capture_output=True, text=True, timeout=60,
+                       env=env)
+    check(r.returncode == 2, f"exit {r.returncode}: {r.stderr}")
+    check("cannot find the address of Slurm node nosuch1" in r.stderr and "--master-addr" in r.stderr,
+          f"the error does not name the node and the fix: {r.stderr}")
+
+
+def test_batch_script_without_srun_runs_on_one_node_and_says_so():
+    with tempfile.TemporaryDirectory() as out:
+        os.chmod(out, 0o777)
+        r = CLUSTER.run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", "-J", "nosrun", "-o", "nosrun-%j.out",
+                         "--wrap", f"{LAUNCH} run --nproc-per-node 1 --python {PYTHON} {WORKER} --out {out}"],
+                        timeout=60, cwd=CLUSTER.jobs_dir)
+        job_id = r.stdout.strip().split(";")[0]
+        info = CLUSTER.wait_job_state(job_id, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, 180)
+        text = open(os.path.join(CLUSTER.jobs_dir, f"nosrun-{job_id}.out")).read()
+        check(info["JobState"] == "COMPLETED", f"job {job_id} {info['JobState']}: {text}")
+        check("not in an srun step: running on this node only" in text, f"no warning in the job output: {text}")
+        recs = records(out, 1, 5, "batch-script run")
+        check(recs[0]["world"] == 1, f"world {recs[0]['world']}: expected this node alone")
+
+
 def submit(out, *extra, name):
     r = subprocess.run([LAUNCH, "sbatch", "--nnodes", "2", "--nproc-per-node", "2", "--python", PYTHON,
                         "--job-name", name, "--time", "10", "--submit", *extra, WORKER, "--out", out],
@@ -172,5 +198,6 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with SlurmCluster(nodes=2) as CLUSTER:
         run_tests([test_srun_two_nodes_trains_with_slurm_topology, test_srun_explicit_master_port_wins,
-                   test_srun_two_tasks_per_node_is_refused, test_sbatch_script_submitted_completes,
+                   test_srun_two_tasks_per_node_is_refused, test_unknown_store_host_is_named,
+                   test_batch_script_without_srun_runs_on_one_node_and_says_so, test_sbatch_script_submitted_completes,
                    test_scancel_leaves_no_process, test_cluster_of_a_killed_owner_is_stopped])
