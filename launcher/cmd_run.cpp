@@ -41,6 +41,8 @@ struct RunArgs {
   std::string rdzv_backend = "static";
   std::string rdzv_endpoint;
   std::string rdzv_id = "none";
+  std::string rdzv_conf;
+  std::string local_addr;
   std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string store = "agent";
   std::string filestore;
@@ -76,6 +78,89 @@ int parse_nproc(const std::string& value) {
   } catch (const std::exception&) {
   }
   throw UsageError(fmt::format("--nproc-per-node '{}' is not a positive number, 'cpu', 'gpu' or 'auto'", value));
+}
+
+int parse_count(const std::string& value, const char* what) {
+  try {
+    std::size_t used = 0;
+    int n = std::stoi(value, &used);
+    if (used == value.size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--nnodes: {} '{}' is not a positive number", what, value));
+}
+
+// --nnodes N or MIN:MAX for the c10d backend.
+std::pair<int, int> parse_nnodes_range(const std::string& value) {
+  auto colon = value.find(':');
+  if (colon == std::string::npos) {
+    int n = parse_count(value, "count");
+    return {n, n};
+  }
+  int lo = parse_count(value.substr(0, colon), "MIN");
+  int hi = parse_count(value.substr(colon + 1), "MAX");
+  if (lo > hi) throw UsageError(fmt::format("--nnodes {}: MIN is larger than MAX", value));
+  return {lo, hi};
+}
+
+double conf_seconds(const std::string& key, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    double v = std::stod(value, &used);
+    if (used == value.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--rdzv-conf {}={}: give a positive number of seconds", key, value));
+}
+
+// torchrun's --rdzv-conf "k=v,k=v": join_timeout, last_call_timeout, keep_alive_interval,
+// keep_alive_max_attempt, is_host, read_timeout (accepted); ours: heartbeat_timeout, exit_barrier_timeout.
+void apply_rdzv_conf(const std::string& conf, launcher::RendezvousConfig& rc) {
+  double keep_alive = -1, attempts = 3, heartbeat = -1;
+  std::size_t start = 0;
+  while (start < conf.size()) {
+    auto comma = conf.find(',', start);
+    auto item = conf.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? conf.size() : comma + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError(fmt::format("--rdzv-conf: '{}' is not key=value", item));
+    auto key = item.substr(0, eq), value = item.substr(eq + 1);
+    auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long>(s * 1000)); };
+    if (key == "join_timeout") {
+      rc.policy.join_timeout = ms(conf_seconds(key, value));
+    } else if (key == "last_call_timeout") {
+      rc.policy.last_call = ms(conf_seconds(key, value));
+    } else if (key == "heartbeat_timeout") {
+      heartbeat = conf_seconds(key, value);
+    } else if (key == "keep_alive_interval") {
+      keep_alive = conf_seconds(key, value);
+    } else if (key == "keep_alive_max_attempt") {
+      attempts = conf_seconds(key, value);
+    } else if (key == "exit_barrier_timeout") {
+      rc.exit_barrier = ms(conf_seconds(key, value));
+    } else if (key == "is_host") {
+      if (value == "1" || value == "true" || value == "True")
+        rc.is_host = true;
+      else if (value == "0" || value == "false" || value == "False")
+        rc.is_host = false;
+      else
+        throw UsageError(fmt::format("--rdzv-conf is_host={}: give true or false", value));
+    } else if (key == "read_timeout" || key == "timeout" || key == "store_type" || key == "use_libuv") {
+      // torchrun's; nothing here depends on them
+    } else {
+      throw UsageError(
+          fmt::format("--rdzv-conf: unknown key '{}' (known: join_timeout, last_call_timeout, "
+                      "heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt, is_host, "
+                      "exit_barrier_timeout)",
+                      key));
+    }
+  }
+  if (heartbeat > 0) {
+    rc.policy.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(heartbeat * 1000));
+  } else if (keep_alive > 0) {
+    rc.policy.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(keep_alive * attempts * 1000));
+  }
 }
 
 int parse_nnodes(const std::string& value) {
@@ -188,12 +273,21 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("-m,--module", a->module, "Run a Python module (python -m)")->envname("PET_MODULE");
   sub->add_option("--start-method,--start_method", a->start_method, "Accepted for torchrun compatibility")
       ->envname("PET_START_METHOD");
-  sub->add_option("--rdzv-backend,--rdzv_backend", a->rdzv_backend, "Rendezvous backend (static)")
+  sub->add_option("--rdzv-backend,--rdzv_backend", a->rdzv_backend,
+                  "static (--node-rank, node 0 hosts the store) or c10d (dynamic: nodes join rounds, "
+                  "--nnodes MIN:MAX)")
       ->envname("PET_RDZV_BACKEND")
       ->capture_default_str();
   sub->add_option("--rdzv-endpoint,--rdzv_endpoint", a->rdzv_endpoint, "host:port of the store (static backend)")
       ->envname("PET_RDZV_ENDPOINT");
   sub->add_option("--rdzv-id,--rdzv_id", a->rdzv_id, "Job id (TORCHELASTIC_RUN_ID)")->envname("PET_RDZV_ID");
+  sub->add_option("--rdzv-conf,--rdzv_conf", a->rdzv_conf,
+                  "c10d: join_timeout=600,last_call_timeout=30,heartbeat_timeout=15 (or keep_alive_interval, "
+                  "keep_alive_max_attempt),is_host=…,exit_barrier_timeout=300 (seconds)")
+      ->envname("PET_RDZV_CONF");
+  sub->add_option("--local-addr,--local_addr", a->local_addr,
+                  "This node's name/address in the rendezvous and in [host:rank] log prefixes (default: host name)")
+      ->envname("PET_LOCAL_ADDR");
   sub->add_option("--signals-to-handle,--signals_to_handle", a->signals_to_handle,
                   "Signals forwarded to every worker group")
       ->envname("PET_SIGNALS_TO_HANDLE")
@@ -237,13 +331,47 @@ Command add_run_command(CLI::App& app) {
     if (a->command.empty()) {
       throw UsageError("no training script given: ddp-launch run [options] SCRIPT [args...]");
     }
-    if (a->rdzv_backend != "static") {
-      throw UsageError(fmt::format("--rdzv-backend {} is not available yet; use static (the default)",
-                                   a->rdzv_backend));
+    if (a->rdzv_backend != "static" && a->rdzv_backend != "c10d") {
+      throw UsageError(
+          fmt::format("--rdzv-backend {} is not available; use static (the default) or c10d", a->rdzv_backend));
     }
     if (a->no_python && a->module) throw UsageError("--no-python and --module cannot be combined");
     take_from_slurm(*sub, *a);
     launcher::SupervisorConfig c;
+    c.node_name = a->local_addr;
+    const bool dynamic = a->rdzv_backend == "c10d";
+    if (dynamic) {
+      // Node rank and node count come from the rounds: the plan is decided per round.
+      launcher::RendezvousConfig rc;
+      auto [lo, hi] = parse_nnodes_range(a->nnodes);
+      rc.policy.min_nodes = lo;
+      rc.policy.max_nodes = hi;
+      if (a->rdzv_endpoint.empty()) {
+        throw UsageError(
+            "--rdzv-backend c10d needs --rdzv-endpoint HOST[:PORT] (the host that runs the "
+            "rendezvous store; port 29400 by default)");
+      }
+      auto colon = a->rdzv_endpoint.rfind(':');
+      rc.endpoint_host = a->rdzv_endpoint.substr(0, colon);
+      if (colon != std::string::npos) {
+        auto port = a->rdzv_endpoint.substr(colon + 1);
+        if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoi(port) > 65535 || std::stoi(port) == 0) {
+          throw UsageError(fmt::format("--rdzv-endpoint '{}': '{}' is not a port number", a->rdzv_endpoint, port));
+        }
+        rc.endpoint_port = static_cast<std::uint16_t>(std::stoi(port));
+      }
+      if (rc.endpoint_host.empty()) throw UsageError(fmt::format("--rdzv-endpoint '{}': no host", a->rdzv_endpoint));
+      rc.run_id = a->rdzv_id;
+      apply_rdzv_conf(a->rdzv_conf, rc);
+      rc.rank_hint = sub->get_option("--node-rank")->count() > 0 ? a->node_rank : -1;
+      c.dynamic = rc;
+      a->nnodes = "1";
+      a->node_rank = 0;
+      a->rdzv_endpoint.clear();
+    } else if (!a->rdzv_conf.empty()) {
+      throw UsageError("--rdzv-conf is for --rdzv-backend c10d");
+    }
     c.plan.nnodes = parse_nnodes(a->nnodes);
     c.plan.node_rank = a->node_rank;
     c.plan.nproc_per_node = parse_nproc(a->nproc_per_node);
@@ -264,7 +392,7 @@ Command add_run_command(CLI::App& app) {
       throw UsageError(fmt::format("--master-port {} is outside 0..65535", a->master_port));
     }
     c.master_port = static_cast<std::uint16_t>(a->master_port);
-    if (c.plan.nnodes > 1 && c.master_port == 0) {
+    if (c.plan.nnodes > 1 && c.master_port == 0 && !dynamic) {
       throw UsageError("several nodes need an agreed store port: pass --master-port (and --master-addr of node 0)");
     }
     if (filestore_opt->count() > 0) {
@@ -279,6 +407,9 @@ Command add_run_command(CLI::App& app) {
     c.store_mode = a->store == "rank0"  ? launcher::StoreMode::Rank0
                    : a->store == "file" ? launcher::StoreMode::File
                                         : launcher::StoreMode::Agent;
+    if (dynamic && c.store_mode != launcher::StoreMode::Agent) {
+      throw UsageError("--rdzv-backend c10d runs the workers' store itself: --store agent only");
+    }
     if (c.store_mode == launcher::StoreMode::File && c.plan.nnodes > 1) {
       throw UsageError("--store file is for one node (a FileStore on a shared filesystem is not supported yet)");
     }
@@ -288,6 +419,7 @@ Command add_run_command(CLI::App& app) {
     c.max_restarts = a->max_restarts;
     c.shutdown_grace = std::chrono::milliseconds(static_cast<long>(a->shutdown_grace * 1000));
     c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a->rdzv_timeout * 1000));
+    if (dynamic) c.dynamic->nproc = c.plan.nproc_per_node;
     c.run_id = a->rdzv_id == "none" && a->standalone ? make_run_id() : a->rdzv_id;
     c.events_path = a->events;
     c.handled_signals = parse_signals(a->signals_to_handle);

@@ -18,10 +18,16 @@ std::vector<RankAssignment> plan_ranks(const RankPlanInput& in) {
   // Homogeneous nodes: node n runs global ranks [n*nproc, (n+1)*nproc), so node 0 holds rank 0.
   std::vector<RankAssignment> out;
   out.reserve(static_cast<std::size_t>(in.nproc_per_node));
-  const int world = in.nnodes * in.nproc_per_node;
+  const bool given = in.rank_base >= 0;
+  if (given && (in.world_size < in.rank_base + in.nproc_per_node)) {
+    throw UsageError(fmt::format("ranks {}..{} do not fit a world of {}", in.rank_base,
+                                 in.rank_base + in.nproc_per_node - 1, in.world_size));
+  }
+  const int world = given ? in.world_size : in.nnodes * in.nproc_per_node;
+  const int base = given ? in.rank_base : in.node_rank * in.nproc_per_node;
   for (int local = 0; local < in.nproc_per_node; ++local) {
     RankAssignment a;
-    a.rank = in.node_rank * in.nproc_per_node + local;
+    a.rank = base + local;
     a.local_rank = local;
     a.world_size = world;
     a.local_world_size = in.nproc_per_node;

@@ -22,6 +22,10 @@ struct RankPlanInput {
   int node_rank = 0;
   int nproc_per_node = 1;
   std::string role = "default";
+  // Nodes of different sizes (dynamic rendezvous): this node's first global rank and the world
+  // size, as the round decided them. -1/0: homogeneous, node_rank * nproc_per_node.
+  int rank_base = -1;
+  int world_size = 0;
 };
 
 // Throws ddp::UsageError naming the bad value and the valid range.

@@ -213,11 +213,14 @@ class Supervisor {
         backoff_timer_(io_),
         drain_timer_(io_),
         rendezvous_timer_(io_),
-        events_(config.events_path) {}
+        events_(config.events_path),
+        master_addr_(config.master_addr),
+        node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {}
 
   int run() {
     sweep_predecessor();
     record_processes();
+    if (config_.dynamic) start_rendezvous();
     prepare_store();
     for (int s : config_.handled_signals) signals_.add(s);
     arm_signals();
@@ -231,7 +234,11 @@ class Supervisor {
                              {"master_addr", config_.master_addr},
                              {"master_port", master_port_},
                              {"supervisor_pid", ::getpid()}});
-    dispatch(event::Start{});
+    if (rdzv_) {
+      rdzv_->join();  // the group starts when the first round closes
+    } else {
+      dispatch(event::Start{});
+    }
     io_.run();
     return exit_code_;
   }
@@ -342,6 +349,54 @@ class Supervisor {
     fs::remove(processes_path(), ec);
   }
 
+  bool multi_node() const { return config_.dynamic.has_value() || config_.plan.nnodes > 1; }
+
+  // --rdzv-backend c10d: host the rendezvous store if we can bind the endpoint, else join it.
+  void start_rendezvous() {
+    RendezvousCallbacks cb;
+    cb.assigned = [this](const RoundAssignment& a) { on_round(a); };
+    cb.round_ended = [this](const std::string& reason) {
+      if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
+      spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
+      events_.emit("round_ended", {{"round", round_}, {"reason", reason}});
+      dispatch(event::RoundEnded{false});
+    };
+    cb.closed = [this](const std::string& reason) {
+      if (machine_.finished_with()) return;  // we ended it ourselves
+      spdlog::error("rendezvous: {}", reason);
+      rdzv_close_reason_ = reason;
+      events_.emit("rendezvous_closed", {{"round", round_}, {"reason", reason}});
+      dispatch(event::RoundEnded{true});
+    };
+    cb.node_lost = [this](const std::string& host, std::chrono::milliseconds silent) {
+      events_.emit("node_lost", {{"host", host}, {"silent_ms", silent.count()}});
+    };
+    auto rc = *config_.dynamic;
+    rc.local_addr = node_name_;
+    rdzv_ = Rendezvous::create(io_, rc, std::move(cb));
+  }
+
+  void on_round(const RoundAssignment& a) {
+    round_ = a.round;
+    master_addr_ = a.master_addr;
+    master_port_ = a.master_port;
+    RankPlanInput in = config_.plan;
+    in.nnodes = a.nnodes;
+    in.node_rank = a.node_rank;
+    in.rank_base = a.rank_base;
+    in.world_size = a.world_size;
+    plan_ = plan_ranks(in);
+    spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
+                 a.rank_base, a.rank_base + a.nproc - 1, a.world_size);
+    events_.emit("rendezvous_complete",
+                 {{"round", a.round}, {"nodes", a.nnodes}, {"world_size", a.world_size}, {"node_rank", a.node_rank}});
+    if (machine_.state() == GroupState::Init) {
+      dispatch(event::Start{});
+    } else if (next_attempt_ >= 0) {
+      dispatch(event::BackoffExpired{std::exchange(next_attempt_, -1)});
+    }
+  }
+
   const char* store_mode_name() const {
     switch (config_.store_mode) {
       case StoreMode::Agent: return "agent";
@@ -376,10 +431,15 @@ class Supervisor {
   void prepare_store() {
     master_port_ = config_.master_port;
     if (config_.store_mode == StoreMode::File) prepare_filestore();
-    if (config_.store_mode == StoreMode::Agent && config_.plan.node_rank == 0) {
+    const bool hosts_workers = rdzv_ ? rdzv_->is_host() : config_.plan.node_rank == 0;
+    if (config_.store_mode == StoreMode::Agent && hosts_workers) {
       store::ServerConfig sc;
       sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
       sc.port = config_.master_port;
+      if (rdzv_) {
+        sc.host = config_.dynamic->endpoint_host;  // where every node reaches us
+        sc.port = 0;
+      }
       store_ = std::make_unique<store::StoreServer>(io_, sc);
       store_->start();
       // Every worker's store client adds 1 to `init/` when it connects (torch 1.13 and 2.x alike);
@@ -389,12 +449,14 @@ class Supervisor {
         if (std::atoll(std::string(value).c_str()) < plan_.front().world_size) return;
         rendezvous_announced_ = true;
         rendezvous_timer_.cancel();
+        if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
         events_.emit("rendezvous_complete", {{"attempt", machine_.attempt()},
                                              {"world_size", plan_.front().world_size},
                                              {"nodes", config_.plan.nnodes}});
       });
       master_port_ = store_->port();
-      spdlog::info("rendezvous store (agent) listening on {}:{}", sc.host, master_port_);
+      spdlog::info("{} store (agent) listening on {}:{}", rdzv_ ? "workers'" : "rendezvous", sc.host, master_port_);
+      if (rdzv_) rdzv_->set_worker_store(sc.host, master_port_, [this] { store_->reset_state(); });
     } else if (config_.store_mode != StoreMode::Agent && master_port_ == 0) {
       // Rank 0 binds the port itself; pick one that is free now and do not hold it.
       asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
@@ -462,7 +524,7 @@ class Supervisor {
   }
 
   void perform(const action::ResetStore&) {
-    if (store_) store_->reset_state();
+    if (store_ && !rdzv_) store_->reset_state();  // dynamic: reset when the round is published
     // Every attempt meets in a fresh file: the last one's keys (and a torn tail) must not leak in.
     // The previous group is dead and swept, so the file is ours to remove.
     if (machine_.attempt() > 0) remove_filestore("a fresh one for the restart");
@@ -509,10 +571,22 @@ class Supervisor {
 
   void perform(const action::ArmBackoff& a) {
     sweep();
+    if (rdzv_ && machine_.stopped_by_round()) {
+      spdlog::info("workers stopped; joining the next rendezvous round");
+      next_attempt_ = a.attempt;
+      rdzv_->join();
+      return;
+    }
     report_failures(false);
     spdlog::warn("restarting the worker group: attempt {} of {} (after {} ms)", a.attempt, config_.max_restarts,
                  a.after.count());
     events_.emit("restarting", {{"attempt", a.attempt}});
+    if (rdzv_) {
+      // Every restart goes through a new round: the others learn of it and restart too.
+      next_attempt_ = a.attempt;
+      rdzv_->join();
+      return;
+    }
     backoff_timer_.expires_after(a.after);
     backoff_timer_.async_wait([this, attempt = a.attempt](boost::system::error_code ec) {
       if (!ec) dispatch(event::BackoffExpired{attempt});
@@ -542,6 +616,16 @@ class Supervisor {
 
   void finish_now() {
     if (finished_) return;
+    if (rdzv_ && !rdzv_finished_) {
+      if (rdzv_finishing_) return;
+      rdzv_finishing_ = true;
+      // Tell the rendezvous (the host keeps its store up until every node finished).
+      rdzv_->finish(exit_code_ == 0, fmt::format("its job ended with exit code {}", exit_code_), [this] {
+        rdzv_finished_ = true;
+        finish_now();
+      });
+      return;
+    }
     finished_ = true;
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
     events_.emit("finished", {{"exit_code", exit_code_}, {"state", group_state_name(machine_.state())},
@@ -590,9 +674,10 @@ class Supervisor {
 
     WorkerEnvInput in;
     in.ranks = ranks;
-    in.master_addr = config_.master_addr;
+    in.master_addr = master_addr_;
     in.master_port = master_port_;
-    in.restart_count = attempt;
+    // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
+    in.restart_count = rdzv_ ? round_ : attempt;
     in.max_restarts = config_.max_restarts;
     in.run_id = config_.run_id;
     in.use_agent_store = config_.store_mode == StoreMode::Agent;
@@ -657,7 +742,10 @@ class Supervisor {
     }
     w->last_output.push_back(line);
     if (w->last_output.size() > 5) w->last_output.pop_front();
-    if (s.console) console_.write(console, fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
+    if (s.console) {
+      console_.write(console, multi_node() ? fmt::format("[{}:{}]: {}\n", node_name_, w->ranks.rank, line)
+                                           : fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
+    }
   }
 
   // Never a silent freeze at rendezvous: if the store has not counted every rank in time, name the
@@ -703,6 +791,10 @@ class Supervisor {
     // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
     bool first = machine_.stop_signal() == 0 && !machine_.rendezvous_timed_out();
     if (machine_.rendezvous_timed_out()) out += fmt::format("  Root cause: {}\n", rendezvous_report_);
+    if (!rdzv_close_reason_.empty()) {
+      out += fmt::format("  Root cause: the rendezvous ended the job: {}\n", rdzv_close_reason_);
+      first = false;
+    }
     if (machine_.stop_signal() != 0) {
       out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", signal_name(machine_.stop_signal()));
     }
@@ -713,12 +805,10 @@ class Supervisor {
       }
       std::string how = x->signal ? fmt::format("killed by {}", signal_name(x->signal))
                                   : fmt::format("exited with code {}", x->exit_code);
-      char host[256] = "?";
-      ::gethostname(host, sizeof host);
       auto t = static_cast<std::time_t>(x->time);
-      out += fmt::format("{} rank {} (local {}) on {}, pid {}: {} at {:%H:%M:%S}\n",
-                         first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank, host,
-                         x->pid, how, fmt::localtime(t));
+      out += fmt::format("{} rank {} (local {}) on node {} ({}), pid {}: {} at {:%H:%M:%S}\n",
+                         first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank,
+                         w ? w->ranks.group_rank : config_.plan.node_rank, node_name_, x->pid, how, fmt::localtime(t));
       if (first && w) {
         if (auto msg = read_error_file(w->error_file)) out += fmt::format("    error file: {}\n", *msg);
         if (!w->last_stderr.empty()) {
@@ -771,6 +861,15 @@ class Supervisor {
   bool rendezvous_announced_ = false;
   bool finished_ = false;
   bool record_disabled_ = false;  // another live supervisor owns processes_path()
+  // Dynamic rendezvous (--rdzv-backend c10d).
+  std::unique_ptr<Rendezvous> rdzv_;
+  int round_ = 0;
+  int next_attempt_ = -1;  // the restart waiting for its round
+  bool rdzv_finishing_ = false;
+  bool rdzv_finished_ = false;
+  std::string rdzv_close_reason_;
+  std::string master_addr_;
+  std::string node_name_;
   int exit_code_ = 1;
 };
 

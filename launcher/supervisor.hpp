@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/rank_plan.hpp"
+#include "launcher/rendezvous.hpp"
 #include "launcher/worker_env.hpp"
 
 namespace ddp::launcher {
@@ -43,6 +45,11 @@ struct SupervisorConfig {
   std::vector<int> handled_signals;
   std::string backend = "gloo";
   EnvMap base_env;
+  // --rdzv-backend c10d: node rank, node count and world size come from each rendezvous round
+  // (plan.nproc_per_node stays this node's); the workers' store is the rendezvous host's.
+  std::optional<RendezvousConfig> dynamic;
+  // This node's name in "[host:rank]" log prefixes and the failure summary; empty: the host name.
+  std::string node_name;
 };
 
 // Runs the job to the end; returns the supervisor's exit code (0 success, 1 failure,

@@ -41,6 +41,7 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   failures_.clear();
   rendezvous_timed_out_ = false;
   stop_signal_ = 0;
+  round_stop_ = RoundStop::None;
   return {action::ResetStore{}, action::SpawnGroup{attempt_}};
 }
 
@@ -97,16 +98,41 @@ std::vector<Action> SupervisorMachine::handle(const event::RendezvousTimeout& e)
   return stop_group(SIGTERM);
 }
 
+std::vector<Action> SupervisorMachine::handle(const event::RoundEnded& e) {
+  if (state_ == GroupState::Running) {
+    round_stop_ = e.closed ? RoundStop::Closed : RoundStop::Rejoin;
+    return stop_group(SIGTERM);
+  }
+  if (state_ == GroupState::Stopping) {
+    if (e.closed)
+      round_stop_ = RoundStop::Closed;
+    else if (round_stop_ == RoundStop::None && failures_.empty())
+      round_stop_ = RoundStop::Rejoin;
+    return {};
+  }
+  if (e.closed && (state_ == GroupState::Init || state_ == GroupState::Restarting)) {
+    round_stop_ = RoundStop::Closed;
+    return finish(GroupState::Failed, 1);
+  }
+  return {};
+}
+
 std::vector<Action> SupervisorMachine::group_gone() {
   if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
-  if (attempt_ < policy_.max_restarts) {
+  if (round_stop_ == RoundStop::Closed) return finish(GroupState::Failed, 1);
+  if (round_stop_ == RoundStop::Rejoin) {
+    state_ = GroupState::Restarting;
+    return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
+  }
+  if (restarts_spent_ < policy_.max_restarts) {
+    ++restarts_spent_;
     state_ = GroupState::Restarting;
     // The first restart is immediate (as torchrun's); a group that keeps failing backs off
     // exponentially from restart_backoff, so a crash loop does not spin.
     std::chrono::milliseconds backoff{0};
-    if (attempt_ >= 1) {
+    if (restarts_spent_ >= 2) {
       backoff = policy_.restart_backoff;
-      for (int i = 1; i < attempt_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
+      for (int i = 2; i < restarts_spent_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
       backoff = std::min(backoff, policy_.max_backoff);
     }
     return {action::ArmBackoff{attempt_ + 1, backoff}};

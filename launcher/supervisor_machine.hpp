@@ -54,9 +54,15 @@ struct RendezvousTimeout {
 struct BackoffExpired {
   int attempt;
 };
+// Dynamic rendezvous: the round this node runs in is over (a node was lost, joined or restarted
+// elsewhere): stop the group and restart it without spending the restart budget. `closed`: the
+// job is over elsewhere (or the rendezvous failed): stop and finish as failed.
+struct RoundEnded {
+  bool closed = false;
+};
 }  // namespace event
 using Event = std::variant<event::Start, event::RankStarted, event::RankExited, event::SignalReceived,
-                           event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired>;
+                           event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -105,6 +111,8 @@ class SupervisorMachine {
   int stop_signal() const { return stop_signal_; }
   // The attempt that ended last was stopped because its rendezvous timed out.
   bool rendezvous_timed_out() const { return rendezvous_timed_out_; }
+  // The last stop came from the dynamic rendezvous (RoundEnded), not from a rank of this node.
+  bool stopped_by_round() const { return round_stop_ != RoundStop::None; }
 
  private:
   std::vector<Action> handle(const event::Start&);
@@ -114,6 +122,7 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::GraceExpired&);
   std::vector<Action> handle(const event::RendezvousTimeout&);
   std::vector<Action> handle(const event::BackoffExpired&);
+  std::vector<Action> handle(const event::RoundEnded&);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
   std::vector<Action> group_gone();
@@ -127,6 +136,8 @@ class SupervisorMachine {
   std::vector<RankExit> failures_;
   bool rendezvous_timed_out_ = false;
   int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
+  int restarts_spent_ = 0;     // restarts after failures (membership changes are free)
+  enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
   std::optional<int> exit_code_;
 };
 

@@ -411,6 +411,16 @@ void StoreServer::set_key_observer(StoreState::KeyObserver observer) {
 }
 const StoreState& StoreServer::state() const { return impl_->state_; }
 
+void StoreServer::set_local(std::string key, std::string value) {
+  // Connection id 0 is never a session's (ids start at 1): its replies go nowhere.
+  constexpr ConnId kLocal = 0;
+  auto& st = impl_->state_;
+  st.connect(kLocal, Dialect::C);
+  Request req{Op::Set, {std::move(key)}, {std::move(value)}};
+  st.handle(kLocal, req, *impl_);
+  impl_->flush_dirty();
+}
+
 ServerStats StoreServer::stats() const {
   ServerStats s = impl_->stats_;
   s.open = impl_->sessions_.size();

@@ -213,8 +213,10 @@ def test_two_supervisors_as_two_nodes():
     out0, err0 = node0.communicate(timeout=90)
     check(node0.returncode == 0 and node1.returncode == 0, f"exit codes {node0.returncode}/{node1.returncode}: "
           f"{err0}\n{err1}")
+    host = socket.gethostname()
     for rank, out in ((0, out0), (1, out0), (2, out1), (3, out1)):
-        check(f"[rank {rank}]: rank {rank} of 4 sum 10" in out, f"rank {rank} line missing")
+        # Several nodes: the prefix names the host too.
+        check(f"[{host}:{rank}]: rank {rank} of 4 sum 10" in out, f"rank {rank} line missing: {out}")
 
 
 run_tests([

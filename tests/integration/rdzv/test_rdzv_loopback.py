@@ -1,0 +1,150 @@
+"""Dynamic rendezvous (--rdzv-backend c10d) with several supervisors on loopback: rounds, ranks,
+node death and re-admission, restarts, store lifetime, a wrong endpoint. Light workers (no torch)
+except the first test, which trains with gloo across three "nodes" of different sizes."""
+import os
+import signal
+import time
+
+from harness import TestFailure, check, free_port, run_tests
+from rdzv_common import HERE, LIGHT_WORKER, Workdir
+
+FAST = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=60,exit_barrier_timeout=60"
+TORCH_WORKER = os.path.join(HERE, "..", "launcher", "allreduce_worker.py")
+
+
+def endpoint():
+    return f"127.0.0.1:{free_port()}"
+
+
+def test_three_nodes_of_different_sizes_train_with_gloo():
+    ep = endpoint()
+    with Workdir() as w:
+        nodes = [w.node(name, ep, "3", [TORCH_WORKER], nproc=nproc, conf=FAST)
+                 for name, nproc in (("alpha", 1), ("beta", 2), ("gamma", 1))]
+        for n in nodes:
+            check(n.wait_exit(180, "the job to finish") == 0, f"{n.name} failed: {n.stderr()[-3000:]}")
+        completes = [n.wait_event("rendezvous_complete", 1, "its round") for n in nodes]
+        check(len({(c["round"], c["nodes"], c["world_size"]) for c in completes}) == 1,
+              f"every node must see the same round: {completes}")
+        check(completes[0]["world_size"] == 4 and completes[0]["nodes"] == 3, f"{completes[0]}")
+        check(sorted(c["node_rank"] for c in completes) == [0, 1, 2], f"node ranks {completes}")
+        out = "".join(n.stdout() for n in nodes)
+        for rank in range(4):
+            check(f"rank {rank} of 4 sum 10" in out, f"rank {rank}'s all_reduce missing: {out}")
+        beta = nodes[1].stdout()
+        check("[beta:" in beta and "[rank " not in beta, f"[host:rank] prefix expected: {beta}")
+
+
+def test_dead_node_survivors_go_on_smaller_and_it_comes_back():
+    ep = endpoint()
+    with Workdir() as w:
+        args = [LIGHT_WORKER, "--stop-file", w.stop_file()]
+        a = w.node("a", ep, "2:3", args, conf=FAST)
+        b = w.node("b", ep, "2:3", args, conf=FAST)
+        c = w.node("c", ep, "2:3", args, conf=FAST)
+        for n in (a, b, c):
+            n.wait_event("rendezvous_complete", 60, "round 0 with three nodes", round=0, nodes=3)
+        c.kill(signal.SIGKILL)
+        killed = time.monotonic()
+        host = a  # a started first and bound the endpoint
+        lost = host.wait_event("node_lost", 30, "c declared dead after the heartbeat timeout")
+        check(lost["host"] == "c", f"{lost}")
+        for n in (a, b):
+            n.wait_event("round_ended", 30, "round 0 over", round=0)
+            e = n.wait_event("rendezvous_complete", 30, "round 1 without c", round=1)
+            check(e["nodes"] == 2 and e["world_size"] == 2, f"{n.name}: {e}")
+            n.wait_event("rank_started", 30, "workers restarted at the smaller size", attempt=1)
+        print(f"    survivors restarted {time.monotonic() - killed:.1f}s after the kill (heartbeat timeout 2s)")
+        # A node comes back (a new supervisor on the host that died): admitted at the next round.
+        c2 = w.node("c2", ep, "2:3", args, conf=FAST)
+        for n in (a, b, c2):
+            e = n.wait_event("rendezvous_complete", 60, "round 2 with the newcomer", round=2)
+            check(e["nodes"] == 3 and e["world_size"] == 3, f"{n.name}: {e}")
+        restarts = [e for e in a.events() if e.get("event") == "restarting"]
+        check(not restarts, f"membership changes must not spend the restart budget: {restarts}")
+        open(w.stop_file(), "w").close()
+        for n in (a, b, c2):
+            check(n.wait_exit(60, "the job to finish") == 0, f"{n.name}: {n.stderr()[-2000:]}")
+        check("world 3 rank" in c2.stdout(), c2.stdout())
+
+
+def test_a_failed_rank_restarts_every_node_within_budget():
+    ep = endpoint()
+    with Workdir() as w:
+        a = w.node("a", ep, "2", [LIGHT_WORKER, "--stop-file", w.stop_file()], conf=FAST,
+                   extra=("--max-restarts", "1"))
+        b = w.node("b", ep, "2", [LIGHT_WORKER, "--stop-file", w.stop_file(), "--fail-round", "0"], conf=FAST,
+                   extra=("--max-restarts", "1"))
+        for n in (a, b):
+            n.wait_event("rendezvous_complete", 60, "round 1 after b's failure", round=1, nodes=2)
+        b.wait_event("restarting", 5, "b spends its budget", attempt=1)
+        open(w.stop_file(), "w").close()
+        for n in (a, b):
+            check(n.wait_exit(60, "the job to finish") == 0, f"{n.name}: {n.stderr()[-2000:]}")
+        check(not [e for e in a.events() if e.get("event") == "restarting"], "a spent no budget")
+
+
+def test_budget_spent_ends_the_job_on_every_node_naming_the_node():
+    ep = endpoint()
+    with Workdir() as w:
+        a = w.node("a", ep, "2", [LIGHT_WORKER, "--stop-file", w.stop_file()], conf=FAST)
+        b = w.node("b", ep, "2", [LIGHT_WORKER, "--fail-round", "0"], conf=FAST)
+        check(b.wait_exit(60, "b's job to fail") == 1, b.stderr()[-2000:])
+        check(a.wait_exit(60, "a to learn the job is over") == 1, a.stderr()[-2000:])
+        err = b.stderr()
+        check("rank 1 (local 0) on node 1 (b)" in err, f"the summary names node and rank: {err[-2000:]}")
+        check("node b left" in a.stderr(), f"a names the node that ended the job: {a.stderr()[-2000:]}")
+
+
+def test_host_keeps_the_store_until_every_node_finished():
+    ep = endpoint()
+    with Workdir() as w:
+        quick = os.path.join(w.path, "quick")
+        open(quick, "w").close()
+        host = w.node("host", ep, "2", [LIGHT_WORKER, "--stop-file", quick], conf=FAST)
+        host.wait_event("started", 30, "the host is up")
+        other = w.node("other", ep, "2", [LIGHT_WORKER, "--stop-file", w.stop_file()], conf=FAST)
+        other.wait_event("rendezvous_complete", 60, "round 0")
+        time.sleep(1.5)
+        check(host.proc.poll() is None, "the host must wait for the other node, its workers done or not")
+        open(w.stop_file(), "w").close()
+        check(other.wait_exit(60, "the other node to finish") == 0, other.stderr()[-2000:])
+        check(host.wait_exit(30, "the host to close after everyone finished") == 0, host.stderr()[-2000:])
+        check("every node finished" in host.stderr(), host.stderr()[-2000:])
+
+
+def test_wrong_endpoint_is_a_clear_error_within_the_join_timeout():
+    ep = endpoint()
+    with Workdir() as w:
+        n = w.node("lost", ep, "2", [LIGHT_WORKER], conf="join_timeout=2,is_host=false")
+        rc = n.wait_exit(30, "a clear error, not a hang")
+        took = time.monotonic() - n.started
+        check(rc == 1, f"exit {rc}")
+        err = n.stderr()
+        check(f"cannot reach the rendezvous store at {ep}" in err and "--rdzv-endpoint" in err, err[-2000:])
+        print(f"    failed after {took:.1f}s (join timeout 2s)")
+
+
+def test_bad_flags_are_usage_errors():
+    import subprocess
+    from harness import DDP_LAUNCH
+    ep = ["--rdzv-endpoint", "127.0.0.1:1"]
+    for extra, needle in (([*ep, "--nnodes", "3:2"], "MIN is larger than MAX"),
+                          ([*ep, "--rdzv-conf", "join_timeot=3"], "unknown key 'join_timeot'"),
+                          ([*ep, "--rdzv-conf", "join_timeout=-1"], "positive number of seconds"),
+                          (["--rdzv-endpoint", "127.0.0.1:99999"], "is not a port number"),
+                          ([], "needs --rdzv-endpoint")):
+        args = [DDP_LAUNCH, "run", "--rdzv-backend", "c10d", *extra, "x.py"]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and needle in r.stderr, f"{extra}: exit {r.returncode}, {r.stderr}")
+
+
+run_tests([
+    test_bad_flags_are_usage_errors,
+    test_wrong_endpoint_is_a_clear_error_within_the_join_timeout,
+    test_host_keeps_the_store_until_every_node_finished,
+    test_a_failed_rank_restarts_every_node_within_budget,
+    test_budget_spent_ends_the_job_on_every_node_naming_the_node,
+    test_dead_node_survivors_go_on_smaller_and_it_comes_back,
+    test_three_nodes_of_different_sizes_train_with_gloo,
+])

@@ -1,0 +1,109 @@
+"""Dynamic rendezvous across network namespaces as hosts (own addresses, a bridge between them):
+a torch gloo job over 3 hosts; a host's supervisor killed, and separately a host's link cut → the
+others re-rendezvous and go on at the smaller size; the host comes back → admitted at the next
+round. A wrong endpoint → a clear error within the join timeout. Needs root (skipped otherwise)."""
+import os
+import signal
+import sys
+import time
+
+from harness import check, run_tests
+from netns_hosts import Hosts, available
+from rdzv_common import HERE, LIGHT_WORKER, Workdir
+
+why_not = available()
+if why_not:
+    print(f"SKIP: network namespaces unavailable ({why_not})")
+    sys.exit(0)
+
+WORKER = os.path.join(HERE, "elastic_worker.py")
+FAST = "last_call_timeout=2,heartbeat_timeout=3,join_timeout=90,exit_barrier_timeout=60"
+PORT = 29411
+# gloo picks its interface from the host name otherwise (which resolves outside the namespace).
+ENV = dict(os.environ, GLOO_SOCKET_IFNAME="eth0")
+
+
+def start(w, hosts, i, name=None, nproc=1):
+    args = [WORKER, "--stop-file", w.stop_file()]
+    return w.node(name or f"h{i}", f"{hosts.addr(1)}:{PORT}", "2:3", args, nproc=nproc, conf=FAST,
+                  prefix=hosts.exec_prefix(i), env=ENV)
+
+
+def test_killed_host_then_it_comes_back():
+    with Hosts(3) as hosts, Workdir() as w:
+        nodes = [start(w, hosts, 1, nproc=2), start(w, hosts, 2), start(w, hosts, 3)]
+        for n in nodes:
+            e = n.wait_event("rendezvous_complete", 120, "round 0 over three hosts", round=0)
+            check(e["nodes"] == 3 and e["world_size"] == 4, f"{n.name}: {e}")
+        wait_gloo(nodes[0], 0, 4)
+        t0 = time.monotonic()
+        nodes[2].kill(signal.SIGKILL)
+        for n in nodes[:2]:
+            e = n.wait_event("rendezvous_complete", 120, "round 1 without h3", round=1)
+            check(e["nodes"] == 2 and e["world_size"] == 3, f"{n.name}: {e}")
+        print(f"    survivors' round 1 {time.monotonic() - t0:.1f}s after the kill (heartbeat timeout 3s)")
+        wait_gloo(nodes[0], 1, 3)
+        back = start(w, hosts, 3, name="h3again")
+        for n in (nodes[0], nodes[1], back):
+            e = n.wait_event("rendezvous_complete", 120, "round 2 with h3 back", round=2)
+            check(e["nodes"] == 3 and e["world_size"] == 4, f"{n.name}: {e}")
+        wait_gloo(nodes[0], 2, 4)
+        finish(w, (nodes[0], nodes[1], back))
+
+
+def test_cut_link_then_healed():
+    with Hosts(3) as hosts, Workdir() as w:
+        nodes = [start(w, hosts, 1, nproc=2), start(w, hosts, 2), start(w, hosts, 3)]
+        for n in nodes:
+            n.wait_event("rendezvous_complete", 120, "round 0 over three hosts", round=0)
+        wait_gloo(nodes[0], 0, 4)
+        t0 = time.monotonic()
+        hosts.cut(3)
+        for n in nodes[:2]:
+            e = n.wait_event("rendezvous_complete", 120, "round 1 without the cut host", round=1)
+            check(e["nodes"] == 2 and e["world_size"] == 3, f"{n.name}: {e}")
+        print(f"    survivors' round 1 {time.monotonic() - t0:.1f}s after the cut (heartbeat timeout 3s)")
+        wait_gloo(nodes[0], 1, 3)
+        # The cut host notices it lost the store, stops its workers and keeps trying to rejoin.
+        nodes[2].wait_event("round_ended", 60, "h3 gives up its round while cut off")
+        hosts.heal(3)
+        for n in nodes:
+            e = n.wait_event("rendezvous_complete", 120, "round 2 with h3 back", round=2)
+            check(e["nodes"] == 3 and e["world_size"] == 4, f"{n.name}: {e}")
+        wait_gloo(nodes[0], 2, 4)
+        finish(w, nodes)
+
+
+def test_wrong_endpoint_fails_within_the_join_timeout():
+    with Hosts(2) as hosts, Workdir() as w:
+        n = w.node("h2", f"{hosts.subnet}.9:{PORT}", "2", [LIGHT_WORKER], conf="join_timeout=3",
+                   prefix=hosts.exec_prefix(2))
+        rc = n.wait_exit(40, "a clear error, not a hang")
+        took = time.monotonic() - n.started
+        check(rc == 1, f"exit {rc}")
+        err = n.stderr()
+        check(f"cannot reach the rendezvous store at {hosts.subnet}.9:{PORT}" in err, err[-2000:])
+        print(f"    failed after {took:.1f}s (join timeout 3s)")
+
+
+def wait_gloo(node, rnd, world):
+    needle = f"round {rnd} world {world} rank 0 sum {world}"
+    deadline = time.monotonic() + 150
+    while needle not in node.stdout():
+        check(time.monotonic() < deadline, f"{node.name}: no '{needle}' within 150s: {node.stdout()[-2000:]}"
+              f"\n{node.stderr()[-2000:]}")
+        check(node.proc.poll() is None, f"{node.name} exited: {node.stderr()[-3000:]}")
+        time.sleep(0.3)
+
+
+def finish(w, nodes):
+    open(w.stop_file(), "w").close()
+    for n in nodes:
+        check(n.wait_exit(90, "the job to finish") == 0, f"{n.name}: {n.stderr()[-3000:]}")
+
+
+run_tests([
+    test_wrong_endpoint_fails_within_the_join_timeout,
+    test_killed_host_then_it_comes_back,
+    test_cut_link_then_healed,
+])

@@ -1,0 +1,262 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "launcher/rendezvous_machine.hpp"
+
+using namespace ddp::launcher;
+using ms = std::chrono::milliseconds;
+
+namespace {
+
+RdzvPolicy policy(int min, int max) {
+  RdzvPolicy p;
+  p.min_nodes = min;
+  p.max_nodes = max;
+  p.last_call = ms(1000);
+  p.join_timeout = ms(10000);
+  p.heartbeat_timeout = ms(3000);
+  return p;
+}
+
+rdzv_event::Join join(const std::string& token, long now, int nproc = 2, int hint = -1, int seq = 0,
+                      std::string host = "") {
+  return {{token, host.empty() ? "h-" + token : host, nproc, hint, seq}, ms(now)};
+}
+
+template <typename T>
+std::vector<T> of(const std::vector<RdzvDecision>& ds) {
+  std::vector<T> out;
+  for (const auto& d : ds) {
+    if (const auto* x = std::get_if<T>(&d)) out.push_back(*x);
+  }
+  return out;
+}
+
+const RdzvSlot& slot(const RdzvRound& r, const std::string& token) {
+  auto it = std::find_if(r.nodes.begin(), r.nodes.end(), [&](const RdzvSlot& s) { return s.token == token; });
+  REQUIRE(it != r.nodes.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("rendezvous: a round closes at once when MAX nodes joined") {
+  RendezvousMachine m(policy(2, 3));
+  CHECK(m.on(join("a", 0)).empty());
+  CHECK(of<rdzv_decision::Publish>(m.on(join("b", 10))).empty());  // MIN reached: last call starts
+  auto ds = m.on(join("c", 20));
+  auto pub = of<rdzv_decision::Publish>(ds);
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.round == 0);
+  CHECK(pub[0].round.nodes.size() == 3);
+  CHECK(pub[0].round.world_size == 6);
+  CHECK(m.phase() == RdzvPhase::Running);
+}
+
+TEST_CASE("rendezvous: MIN nodes close the round when the last call ends, not before") {
+  RendezvousMachine m(policy(2, 4));
+  m.on(join("a", 0));
+  m.on(join("b", 100));
+  REQUIRE(m.next_deadline());
+  CHECK(*m.next_deadline() == ms(1100));
+  CHECK(m.on(rdzv_event::Tick{ms(1099)}).empty());
+  auto pub = of<rdzv_decision::Publish>(m.on(rdzv_event::Tick{ms(1100)}));
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.nodes.size() == 2);
+}
+
+TEST_CASE("rendezvous: below MIN the join timeout closes the job, naming the count") {
+  RendezvousMachine m(policy(3, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  for (long t = 1000; t < 10000; t += 1000) {
+    m.on(rdzv_event::Heartbeat{"a", ms(t)});
+    m.on(rdzv_event::Heartbeat{"b", ms(t)});
+  }
+  auto closes = of<rdzv_decision::Close>(m.on(rdzv_event::Tick{ms(10000)}));
+  REQUIRE(closes.size() == 1);
+  CHECK(closes[0].reason.find("only 2 of at least 3") != std::string::npos);
+  CHECK(closes[0].pending.size() == 2);
+  CHECK(m.phase() == RdzvPhase::Closed);
+  auto rej = of<rdzv_decision::Reject>(m.on(join("c", 10001)));
+  CHECK(rej.size() == 1);
+}
+
+TEST_CASE("rendezvous: global ranks follow each node's local world size") {
+  RendezvousMachine m(policy(3, 3));
+  m.on(join("a", 0, 1, 0));
+  m.on(join("b", 0, 4, 1));
+  auto pub = of<rdzv_decision::Publish>(m.on(join("c", 0, 2, 2)));
+  REQUIRE(pub.size() == 1);
+  const auto& r = pub[0].round;
+  CHECK(r.world_size == 7);
+  CHECK(slot(r, "a").rank_base == 0);
+  CHECK(slot(r, "b").rank_base == 1);
+  CHECK(slot(r, "c").rank_base == 5);
+}
+
+TEST_CASE("rendezvous: a --node-rank hint is honoured; the rest fill in by host") {
+  RendezvousMachine m(policy(3, 3));
+  m.on(join("x", 0, 1, -1, 0, "alpha"));
+  m.on(join("y", 0, 1, 0, 0, "zulu"));
+  auto r = of<rdzv_decision::Publish>(m.on(join("z", 0, 1, -1, 0, "beta")))[0].round;
+  CHECK(slot(r, "y").node_rank == 0);
+  CHECK(slot(r, "x").node_rank == 1);
+  CHECK(slot(r, "z").node_rank == 2);
+}
+
+TEST_CASE("rendezvous: node ranks are stable across restarts while membership is unchanged") {
+  RendezvousMachine m(policy(3, 3));
+  // Hosts sort b < c < d, but they were ranked by hints the first time.
+  m.on(join("d", 0, 1, 0));
+  m.on(join("b", 0, 1, 2));
+  auto r0 = of<rdzv_decision::Publish>(m.on(join("c", 0, 1, 1)))[0].round;
+  // A member's workers fail: it rejoins without its hint this time; everyone starts round 1.
+  auto ds = m.on(join("b", 100, 1, -1, 1));
+  auto ends = of<rdzv_decision::EndRound>(ds);
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].round == 0);
+  CHECK(ends[0].members.size() == 3);
+  m.on(join("c", 200, 1, -1, 1));
+  auto pub = of<rdzv_decision::Publish>(m.on(join("d", 300, 1, -1, 1)));
+  REQUIRE(pub.size() == 1);  // every expected node is back: no last call
+  const auto& r1 = pub[0].round;
+  CHECK(r1.round == 1);
+  for (const char* t : {"b", "c", "d"}) CHECK(slot(r1, t).node_rank == slot(r0, t).node_rank);
+  CHECK(slot(r1, "b").seq == 1);
+}
+
+TEST_CASE("rendezvous: a restarted supervisor (new token) keeps its host's rank") {
+  RendezvousMachine m(policy(2, 2));
+  m.on(join("a1", 0, 1, -1, 0, "hostA"));
+  auto r0 = of<rdzv_decision::Publish>(m.on(join("b1", 0, 1, -1, 0, "hostB")))[0].round;
+  int rank_a = slot(r0, "a1").node_rank;
+  // hostA's supervisor dies and comes back as a new process.
+  m.on(rdzv_event::Heartbeat{"b1", ms(2500)});
+  auto ds = m.on(rdzv_event::Tick{ms(3000)});
+  CHECK(of<rdzv_decision::NodeLost>(ds).size() == 1);
+  CHECK(of<rdzv_decision::EndRound>(ds).size() == 1);
+  m.on(join("b1", 3100, 1, -1, 1, "hostB"));
+  auto r1 = of<rdzv_decision::Publish>(m.on(join("a2", 3200, 1, -1, 0, "hostA")))[0].round;
+  CHECK(slot(r1, "a2").node_rank == rank_a);
+}
+
+TEST_CASE("rendezvous: a silent node is dead; the rest go on at the smaller size when at least MIN") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  auto r0 = of<rdzv_decision::Publish>(m.on(join("c", 0)))[0].round;
+  m.on(rdzv_event::Heartbeat{"a", ms(2000)});
+  m.on(rdzv_event::Heartbeat{"c", ms(2000)});
+  CHECK(m.on(rdzv_event::Tick{ms(2999)}).empty());
+  auto ds = m.on(rdzv_event::Tick{ms(3000)});
+  auto lost = of<rdzv_decision::NodeLost>(ds);
+  REQUIRE(lost.size() == 1);
+  CHECK(lost[0].token == "b");
+  auto ends = of<rdzv_decision::EndRound>(ds);
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].reason.find("h-b") != std::string::npos);
+  CHECK(ends[0].members.size() == 3);  // the dead one too: if it comes back it learns it was dropped
+  m.on(join("a", 3100, 2, -1, 1));
+  auto pub = of<rdzv_decision::Publish>(m.on(join("c", 3200, 2, -1, 1)));
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.nodes.size() == 2);
+  CHECK(pub[0].round.world_size == 4);
+  // The survivor with rank 0 keeps it; the other takes the free rank.
+  if (slot(r0, "a").node_rank == 0) CHECK(slot(pub[0].round, "a").node_rank == 0);
+}
+
+TEST_CASE("rendezvous: below MIN after a death the survivors wait, then the join timeout closes the job") {
+  RendezvousMachine m(policy(2, 2));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(rdzv_event::Heartbeat{"a", ms(2900)});
+  CHECK(of<rdzv_decision::EndRound>(m.on(rdzv_event::Tick{ms(3000)})).size() == 1);
+  CHECK(of<rdzv_decision::Publish>(m.on(join("a", 3100, 2, -1, 1))).empty());
+  // b comes back in time: admitted.
+  auto pub = of<rdzv_decision::Publish>(m.on(join("b", 4000, 2, -1, 5)));
+  REQUIRE(pub.size() == 1);
+  CHECK(slot(pub[0].round, "b").seq == 5);
+}
+
+TEST_CASE("rendezvous: a late node below MAX ends the round and is admitted at the next") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  CHECK(of<rdzv_decision::Publish>(m.on(rdzv_event::Tick{ms(1000)})).size() == 1);
+  auto ds = m.on(join("c", 1500));
+  auto ends = of<rdzv_decision::EndRound>(ds);
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].members.size() == 2);
+  m.on(join("a", 1600, 2, -1, 1));
+  auto pub = of<rdzv_decision::Publish>(m.on(join("b", 1700, 2, -1, 1)));
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.nodes.size() == 3);
+  CHECK(pub[0].round.round == 1);
+}
+
+TEST_CASE("rendezvous: at MAX a late node waits; a death makes room for it") {
+  RendezvousMachine m(policy(1, 2));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  auto ds = m.on(join("c", 100));
+  CHECK(ds.empty());
+  CHECK(m.waiting() == 1);
+  m.on(rdzv_event::Heartbeat{"a", ms(2900)});
+  m.on(rdzv_event::Heartbeat{"c", ms(2900)});
+  auto ends = of<rdzv_decision::EndRound>(m.on(rdzv_event::Tick{ms(3000)}));
+  REQUIRE(ends.size() == 1);
+  auto pub = of<rdzv_decision::Publish>(m.on(join("a", 3100, 2, -1, 1)));
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.nodes.size() == 2);
+  slot(pub[0].round, "c");
+}
+
+TEST_CASE("rendezvous: done nodes finish the job; a death then starts no new round") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(join("c", 0));
+  CHECK(m.on(rdzv_event::Done{"a", ms(100)}).empty());
+  CHECK(m.phase() == RdzvPhase::Finishing);
+  CHECK(m.on(rdzv_event::Done{"b", ms(200)}).empty());
+  auto ds = m.on(rdzv_event::Tick{ms(3000)});  // c is silent
+  CHECK(of<rdzv_decision::EndRound>(ds).empty());
+  CHECK(of<rdzv_decision::AllDone>(ds).size() == 1);
+  CHECK(m.phase() == RdzvPhase::Finished);
+}
+
+TEST_CASE("rendezvous: a member leaving ends the round, or closes the job below MIN") {
+  {
+    RendezvousMachine m(policy(2, 3));
+    m.on(join("a", 0));
+    m.on(join("b", 0));
+    m.on(join("c", 0));
+    auto ends = of<rdzv_decision::EndRound>(m.on(rdzv_event::Leave{"c", "restart budget spent", ms(50)}));
+    REQUIRE(ends.size() == 1);
+    CHECK(ends[0].reason.find("restart budget spent") != std::string::npos);
+  }
+  {
+    RendezvousMachine m(policy(2, 2));
+    m.on(join("a", 0));
+    m.on(join("b", 0));
+    auto closes = of<rdzv_decision::Close>(m.on(rdzv_event::Leave{"b", "SIGTERM", ms(50)}));
+    REQUIRE(closes.size() == 1);
+    CHECK(closes[0].round == 0);
+    CHECK(closes[0].members.size() == 2);
+    CHECK(m.phase() == RdzvPhase::Closed);
+  }
+}
+
+TEST_CASE("rendezvous: node ranks do not depend on the order candidates are listed in") {
+  std::vector<RankCandidate> c = {
+      {"t1", "n2", -1, -1, -1}, {"t2", "n1", -1, -1, -1}, {"t3", "n3", 0, -1, -1}, {"t4", "n0", -1, 3, -1}};
+  auto r = assign_node_ranks(c);
+  CHECK(r == std::vector<int>{2, 1, 0, 3});
+  std::reverse(c.begin(), c.end());
+  CHECK(assign_node_ranks(c) == std::vector<int>{3, 0, 1, 2});
+  // Clashing hints: the smaller token/host wins, the other gets a free rank.
+  std::vector<RankCandidate> clash = {{"b", "h", 0, -1, -1}, {"a", "h", 0, -1, -1}};
+  CHECK(assign_node_ranks(clash) == std::vector<int>{1, 0});
+}
