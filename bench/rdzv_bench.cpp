@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   int status = 0;
   if (!as_json)
     fmt::print(
-        "| nodes K | ranks (8 per node) | median s | min s | max s | goal | met |\n|---|---|---|---|---|---|---|\n");
+        "| nodes K | ranks (8 per node) | median ms | min ms | max ms | goal | met |\n|---|---|---|---|---|---|---|\n");
   for (int k : ks) {
     std::vector<double> t;
     std::string error;
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     if (as_json) {
       fmt::print("{}\n", json{{"nodes", k}, {"median_s", med}, {"min_s", t.front()}, {"max_s", t.back()}}.dump());
     } else {
-      fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {} | {} |\n", k, 8 * k, med, t.front(), t.back(),
+      fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n", k, 8 * k, med * 1e3, t.front() * 1e3, t.back() * 1e3,
                  k == 512 ? "< 1 s" : "", k == 512 ? (med < 1.0 ? "yes" : "no") : "");
     }
   }

@@ -52,6 +52,7 @@ RoundAssignment parse_assignment(const json& j) {
   a.nproc = j.at("nproc").get<int>();
   a.master_addr = j.at("master_addr").get<std::string>();
   a.master_port = j.at("master_port").get<std::uint16_t>();
+  a.membership_changed = j.value("changed", false);
   return a;
 }
 
@@ -196,7 +197,7 @@ class RendezvousHost : public Rendezvous {
     for (const auto& s : r.nodes) {
       RoundAssignment a{r.round,      s.node_rank,  static_cast<int>(r.nodes.size()),
                         r.world_size, s.rank_base,  s.nproc,
-                        worker_addr_, worker_port_, {}};
+                        worker_addr_, worker_port_, {}, r.membership_changed};
       hosts += fmt::format("{}{}={}", hosts.empty() ? "" : " ", s.node_rank, s.host);
       if (s.token == self_.token) {
         mine = a;
@@ -209,7 +210,8 @@ class RendezvousHost : public Rendezvous {
              {"rank_base", a.rank_base},
              {"nproc", a.nproc},
              {"master_addr", a.master_addr},
-             {"master_port", a.master_port}};
+             {"master_port", a.master_port},
+             {"changed", a.membership_changed}};
       server_->set_local(fmt::format("{}assign/{}/{}", p_, s.token, s.seq), j.dump());
     }
     spdlog::info("rendezvous round {} closed: {} node(s), world size {} [{}]", r.round, r.nodes.size(), r.world_size,

@@ -52,6 +52,7 @@ struct RoundAssignment {
   std::string master_addr;  // the workers' store
   std::uint16_t master_port = 0;
   std::vector<std::string> hosts;  // by node rank (empty on nodes that do not host, to keep O(1))
+  bool membership_changed = false;  // other nodes than in the round before
 };
 
 struct RendezvousCallbacks {

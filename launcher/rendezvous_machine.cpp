@@ -220,6 +220,12 @@ void RendezvousMachine::publish(RdzvMillis now, std::vector<RdzvDecision>& out) 
     joined_.erase(s.token);
   }
   next.world_size = base;
+  if (round_ > 0) {
+    std::set<std::string> before, now_in;
+    for (const auto& s : current_.nodes) before.insert(s.token);
+    for (const auto& s : next.nodes) now_in.insert(s.token);
+    next.membership_changed = before != now_in;
+  }
   current_ = next;
   phase_ = RdzvPhase::Running;
   expected_.clear();

@@ -51,6 +51,7 @@ struct RdzvRound {
   int round = 0;
   int world_size = 0;
   std::vector<RdzvSlot> nodes;  // by node rank
+  bool membership_changed = false;  // not the same nodes as the round before
 };
 
 namespace rdzv_event {

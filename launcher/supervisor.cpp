@@ -205,7 +205,8 @@ class Supervisor {
       : config_(config),
         plan_(plan_ranks(config.plan)),
         machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
-                                  config.restart_backoff, std::chrono::milliseconds(10000)}),
+                                  config.restart_backoff, std::chrono::milliseconds(10000),
+                                  config.dynamic.has_value()}),
         guardian_(Guardian::start()),
         signals_(io_),
         child_signal_(io_, SIGCHLD),
@@ -392,6 +393,11 @@ class Supervisor {
                  {{"round", a.round}, {"nodes", a.nnodes}, {"world_size", a.world_size}, {"node_rank", a.node_rank}});
     if (machine_.state() == GroupState::Init) {
       dispatch(event::Start{});
+      return;
+    }
+    dispatch(event::RoundAdmitted{a.membership_changed});  // a failure is charged unless nodes changed
+    if (machine_.finished_with()) {
+      spdlog::error("restart budget ({}) spent: leaving the job", config_.max_restarts);
     } else if (next_attempt_ >= 0) {
       dispatch(event::BackoffExpired{std::exchange(next_attempt_, -1)});
     }

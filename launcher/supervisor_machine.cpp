@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <utility>
 
 namespace ddp::launcher {
 
@@ -117,11 +118,24 @@ std::vector<Action> SupervisorMachine::handle(const event::RoundEnded& e) {
   return {};
 }
 
+std::vector<Action> SupervisorMachine::handle(const event::RoundAdmitted& e) {
+  if (state_ != GroupState::Restarting || !std::exchange(charge_pending_, false)) return {};
+  if (e.membership_changed) return {};
+  if (restarts_spent_ >= policy_.max_restarts) return finish(GroupState::Failed, 1);
+  ++restarts_spent_;
+  return {};
+}
+
 std::vector<Action> SupervisorMachine::group_gone() {
   if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
   if (round_stop_ == RoundStop::Closed) return finish(GroupState::Failed, 1);
   if (round_stop_ == RoundStop::Rejoin) {
     state_ = GroupState::Restarting;
+    return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
+  }
+  if (policy_.defer_restart_charge) {
+    state_ = GroupState::Restarting;
+    charge_pending_ = true;
     return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
   }
   if (restarts_spent_ < policy_.max_restarts) {

@@ -60,9 +60,16 @@ struct BackoffExpired {
 struct RoundEnded {
   bool closed = false;
 };
+// Dynamic rendezvous: the node was admitted to a new round after its group failed. The failure is
+// charged to the restart budget only when the membership is unchanged: a failure caused by a lost
+// node (its peers' connections reset) is the membership change's, not this node's.
+struct RoundAdmitted {
+  bool membership_changed = false;
+};
 }  // namespace event
 using Event = std::variant<event::Start, event::RankStarted, event::RankExited, event::SignalReceived,
-                           event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded>;
+                           event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded,
+                           event::RoundAdmitted>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -93,6 +100,8 @@ struct SupervisorPolicy {
   std::chrono::milliseconds shutdown_grace{30000};
   std::chrono::milliseconds restart_backoff{0};  // before attempt 2 (attempt 1 starts at once); doubles, capped
   std::chrono::milliseconds max_backoff{10000};
+  // Dynamic rendezvous: a failed group always rejoins; RoundAdmitted decides whether it is charged.
+  bool defer_restart_charge = false;
 };
 
 class SupervisorMachine {
@@ -123,6 +132,7 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::RendezvousTimeout&);
   std::vector<Action> handle(const event::BackoffExpired&);
   std::vector<Action> handle(const event::RoundEnded&);
+  std::vector<Action> handle(const event::RoundAdmitted&);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
   std::vector<Action> group_gone();
@@ -138,6 +148,7 @@ class SupervisorMachine {
   int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
   int restarts_spent_ = 0;     // restarts after failures (membership changes are free)
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
+  bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
   std::optional<int> exit_code_;
 };
 

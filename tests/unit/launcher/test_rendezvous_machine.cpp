@@ -260,3 +260,21 @@ TEST_CASE("rendezvous: node ranks do not depend on the order candidates are list
   std::vector<RankCandidate> clash = {{"b", "h", 0, -1, -1}, {"a", "h", 0, -1, -1}};
   CHECK(assign_node_ranks(clash) == std::vector<int>{1, 0});
 }
+
+TEST_CASE("rendezvous: a round says whether its nodes differ from the round before") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  auto r0 = of<rdzv_decision::Publish>(m.on(rdzv_event::Tick{ms(1000)}));
+  REQUIRE(r0.size() == 1);
+  CHECK_FALSE(r0[0].round.membership_changed);
+  m.on(join("a", 1100, 2, -1, 1));  // a's workers failed: same nodes next round
+  auto r1 = of<rdzv_decision::Publish>(m.on(join("b", 1200, 2, -1, 1)));
+  REQUIRE(r1.size() == 1);
+  CHECK_FALSE(r1[0].round.membership_changed);
+  m.on(join("c", 1300));  // scale up
+  m.on(join("a", 1400, 2, -1, 2));
+  auto r2 = of<rdzv_decision::Publish>(m.on(join("b", 1500, 2, -1, 2)));
+  REQUIRE(r2.size() == 1);
+  CHECK(r2[0].round.membership_changed);
+}

@@ -146,3 +146,38 @@ TEST_CASE("a rendezvous timeout fails the attempt like a rank failure: teardown,
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
 }
+
+TEST_CASE("dynamic rendezvous: a round that ends stops the group and rejoins without spending budget") {
+  SupervisorMachine m(policy(2, 0));
+  m.on(event::Start{});
+  auto stop = m.on(event::RoundEnded{false});
+  CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
+  m.on(exited(0, 0, SIGTERM));
+  auto gone = m.on(exited(1, 0, SIGTERM));
+  CHECK(get<action::ArmBackoff>(gone).attempt == 1);
+  CHECK(m.stopped_by_round());
+  CHECK(get<action::SpawnGroup>(m.on(event::BackoffExpired{1})).attempt == 1);
+  // Closed elsewhere: stop and fail.
+  m.on(event::RoundEnded{true});
+  m.on(exited(0, 0, SIGTERM));
+  CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
+}
+
+TEST_CASE("dynamic rendezvous: a failure is charged only when the next round has the same nodes") {
+  auto p = policy(1, 1);
+  p.defer_restart_charge = true;
+  SupervisorMachine m(p);
+  m.on(event::Start{});
+  // A peer node died and our rank's connection was reset: excused.
+  CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
+  CHECK(m.on(event::RoundAdmitted{true}).empty());
+  m.on(event::BackoffExpired{1});
+  // A real failure: charged (budget 1 → 0).
+  CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
+  CHECK(m.on(event::RoundAdmitted{false}).empty());
+  m.on(event::BackoffExpired{2});
+  // Again: nothing left.
+  CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
+  CHECK(get<action::Finish>(m.on(event::RoundAdmitted{false})).exit_code == 1);
+  CHECK(m.state() == GroupState::Failed);
+}
