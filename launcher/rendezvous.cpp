@@ -400,18 +400,28 @@ class RendezvousClient : public Rendezvous {
       std::optional<std::chrono::steady_clock::time_point> unreachable_since;
       std::int64_t beats = 0;
       std::unique_ptr<store::StoreClient> client;
-      try {
-        client = connect(config.policy.join_timeout);
-        std::lock_guard lock(mu);
-        connected = true;
-      } catch (const store::StoreError& e) {
-        post([this, why = fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
-                                      "Check --rdzv-endpoint (the host that runs the first supervisor, and its port) "
-                                      "and that this node can reach it",
-                                      endpoint(), config.policy.join_timeout.count() / 1000, e.what())] {
-          if (cb.closed) cb.closed(why);
-        });
-        mode = Mode::Over;
+      // The first connection may wait for the host to come up, for the join timeout; it is made in
+      // short tries, because the client reconnects with its own connect timeout later, and a link
+      // that goes dark must be noticed within the heartbeat timeout.
+      const auto retry_connect = std::max<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 2, 1000ms);
+      const auto give_up = std::chrono::steady_clock::now() + config.policy.join_timeout;
+      while (!client && !stopping()) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+        try {
+          client = connect(std::clamp<std::chrono::milliseconds>(left, 1ms, retry_connect));
+          std::lock_guard lock(mu);
+          connected = true;
+        } catch (const store::StoreError& e) {
+          if (std::chrono::steady_clock::now() < give_up) continue;
+          post([this, why = fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
+                                        "Check --rdzv-endpoint (the host that runs the first supervisor, and its "
+                                        "port) and that this node can reach it",
+                                        endpoint(), config.policy.join_timeout.count() / 1000, e.what())] {
+            if (cb.closed) cb.closed(why);
+          });
+          mode = Mode::Over;
+          break;
+        }
       }
       while (!stopping()) {
         std::optional<Command> cmd;
@@ -431,8 +441,7 @@ class RendezvousClient : public Rendezvous {
           continue;
         }
         try {
-          if (!client)
-            client = connect(std::max<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 2, 1000ms));
+          if (!client) client = connect(retry_connect);
           if (cmd) {
             switch (cmd->kind) {
               case Command::Join:

@@ -3,6 +3,7 @@ node death and re-admission, restarts, store lifetime, a wrong endpoint. Light w
 except the first test, which trains with gloo across three "nodes" of different sizes."""
 import os
 import signal
+import sys
 import time
 
 from harness import TestFailure, check, free_port, run_tests
@@ -139,7 +140,7 @@ def test_bad_flags_are_usage_errors():
         check(r.returncode == 2 and needle in r.stderr, f"{extra}: exit {r.returncode}, {r.stderr}")
 
 
-run_tests([
+TESTS = [
     test_bad_flags_are_usage_errors,
     test_wrong_endpoint_is_a_clear_error_within_the_join_timeout,
     test_host_keeps_the_store_until_every_node_finished,
@@ -147,4 +148,6 @@ run_tests([
     test_budget_spent_ends_the_job_on_every_node_naming_the_node,
     test_dead_node_survivors_go_on_smaller_and_it_comes_back,
     test_three_nodes_of_different_sizes_train_with_gloo,
-])
+]
+# Names on the command line run only those tests.
+run_tests([t for t in TESTS if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
