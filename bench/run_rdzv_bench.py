@@ -73,7 +73,14 @@ def death_once(launch, heartbeat):
             rc = wait_for(ev, lambda e: e.get("event") == "rendezvous_complete" and e.get("round") == 1, 5, "round 1")
             assert rc["world_size"] == 4, rc
             started.append(e["time"])
-        lost = wait_for(paths[0], lambda e: e.get("event") == "node_lost", 5, "node_lost on the host")
+        # Whoever bound the endpoint first hosts: the node_lost event is in its stream.
+        deadline = time.monotonic() + 5
+        lost = None
+        while lost is None and time.monotonic() < deadline:
+            lost = next((e for ev in paths[:2] for e in events(ev) if e.get("event") == "node_lost"), None)
+            time.sleep(0.02)
+        if lost is None:
+            raise RuntimeError("no node_lost event on either survivor within 5 s")
         return max(started) - killed, lost["time"] - killed
     finally:
         for p in procs:
@@ -100,11 +107,14 @@ def main():
                        text=True, timeout=600)
     print(r.stdout + r.stderr)
     print(f"## node death → survivors' workers restarted (heartbeat timeout {args.heartbeat:g} s)\n")
-    print("| run | kill → declared dead s | kill → workers restarted s | restarted − heartbeat timeout s |")
-    print("|---|---|---|---|")
+    print("| run | kill → declared dead s | declared dead → workers restarted s | kill → workers restarted s | "
+          "goal (heartbeat timeout + 1 s) | met |")
+    print("|---|---|---|---|---|---|")
     for i in range(args.reps):
         restart, dead = death_once(os.path.join(bindir, "ddp-launch"), args.heartbeat)
-        print(f"| {i + 1} | {dead:.2f} | {restart:.2f} | {restart - args.heartbeat:+.2f} |", flush=True)
+        goal = args.heartbeat + 1
+        print(f"| {i + 1} | {dead:.2f} | {restart - dead:.3f} | {restart:.2f} | < {goal:g} s | "
+              f"{'yes' if restart < goal else 'no'} |", flush=True)
 
 
 if __name__ == "__main__":
