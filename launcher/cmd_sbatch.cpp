@@ -4,11 +4,13 @@
 // and checked by run's own parser before anything is written.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,9 +19,9 @@
 #include <memory>
 
 #include "common/error.hpp"
-#include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/sbatch_script.hpp"
+#include "launcher/slurm_job.hpp"
 
 namespace ddp::cli {
 namespace {
@@ -34,7 +36,9 @@ struct SbatchArgs {
   launcher::SbatchScript script;
   std::string output_script;
   bool submit = false;
+  bool wait = false;
   double submit_timeout = 60;
+  double wait_timeout = 0;
   std::vector<MirroredOption> run_options;
 };
 
@@ -81,6 +85,75 @@ void check_run_args(const std::vector<std::string>& options, const std::vector<s
   }
 }
 
+// Copies what the job wrote to `path` since `offset` to stdout (the submit host sees the job's
+// files on a shared filesystem, or here, on the same host).
+void copy_new_output(const std::string& path, std::streamoff& offset) {
+  if (path.empty()) return;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return;
+  f.seekg(offset);
+  std::string chunk((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  offset += static_cast<std::streamoff>(chunk.size());
+  std::cout << chunk << std::flush;
+}
+
+// --wait: follows the job with `scontrol -o show job` once a second, streams its output file, and
+// returns its exit status. SIGINT/SIGTERM/SIGHUP cancel it (scancel) and keep following to its end;
+// a second signal stops following.
+int follow_job(const std::string& id, double wait_timeout) {
+  using Clock = std::chrono::steady_clock;
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const auto query_timeout = std::chrono::seconds(30);
+  const auto cancel_grace = std::chrono::seconds(120);
+  const auto give_up = wait_timeout > 0
+                           ? Clock::now() + std::chrono::milliseconds(static_cast<long>(wait_timeout * 1000))
+                           : Clock::time_point::max();
+  std::optional<Clock::time_point> cancelled_at;
+  std::string last_state, out_path;
+  std::streamoff offset = 0;
+  while (true) {
+    auto job = launcher::slurm::query_job(id, query_timeout);
+    if (!job) throw Error(fmt::format("Slurm no longer knows job {} (purged before its end was seen)", id));
+    if (out_path.empty()) out_path = job->std_out;
+    copy_new_output(out_path, offset);
+    const auto phase = launcher::slurm::phase_of(job->state);
+    if (job->state != last_state) {
+      last_state = job->state;
+      spdlog::info("job {}: {}{}{}", id, job->state,
+                   job->reason.empty() || job->reason == "None" ? "" : fmt::format(" ({})", job->reason),
+                   job->node_list.empty() ? "" : fmt::format(" on {}", job->node_list));
+    }
+    if (launcher::slurm::is_final(phase)) {
+      const int status = launcher::slurm::exit_status_of(*job);
+      spdlog::info("job {} {} (ExitCode={}): exit status {}; output in {}", id, launcher::slurm::phase_name(phase),
+                   job->exit_code, status, out_path);
+      return status;
+    }
+    if (cancelled_at && Clock::now() - *cancelled_at > cancel_grace) {
+      throw Error(fmt::format("job {} is still {} {}s after scancel; see `scontrol -o show job {}`", id, job->state,
+                              cancel_grace.count(), id));
+    }
+    if (!cancelled_at && Clock::now() > give_up) {
+      spdlog::error("job {} is still {} after --wait-timeout {}s; it is left as it is (scancel {} to stop it)", id,
+                    job->state, wait_timeout, id);
+      return 1;
+    }
+    timespec tick{1, 0};
+    const int sig = ::sigtimedwait(&signals, nullptr, &tick);
+    if (sig <= 0) continue;
+    if (cancelled_at) {
+      spdlog::warn("SIG{} again: no longer following job {} (it was cancelled)", ::sigabbrev_np(sig), id);
+      return 128 + sig;
+    }
+    spdlog::warn("SIG{}: cancelling job {} (scancel) and following it to its end", ::sigabbrev_np(sig), id);
+    launcher::slurm::cancel_job(id, query_timeout);
+    cancelled_at = Clock::now();
+  }
+}
+
 std::string this_executable() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -107,6 +180,12 @@ Command add_sbatch_command(CLI::App& app) {
   sub->add_option("--launcher", s.launcher, "ddp-launch on the compute nodes (default: this binary)")->group(group);
   sub->add_option("--output-script", a->output_script, "Write the script to FILE (default: stdout)");
   sub->add_flag("--submit", a->submit, "Submit it with `sbatch --parsable` and print the job id");
+  auto* wait_opt = sub->add_flag("--wait", a->wait,
+                                 "With --submit: follow the job to its end (its output to stdout), exit with its "
+                                 "status; Ctrl-C cancels it");
+  sub->add_option("--wait-timeout", a->wait_timeout, "Seconds to follow with --wait before giving up (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub->add_option("--submit-timeout", a->submit_timeout, "Seconds to wait for sbatch to answer")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -123,8 +202,9 @@ Command add_sbatch_command(CLI::App& app) {
       "Usage: ddp-launch sbatch [sbatch options] [run options] SCRIPT [script args...]\n"
       "--nnodes N (or MIN:MAX) becomes #SBATCH --nodes; each node's rank, the store host and port come from Slurm.");
 
-  auto run = [a, sub]() -> int {
+  auto run = [a, sub, wait_opt]() -> int {
     auto& script = a->script;
+    if (wait_opt->count() > 0 && !a->submit) throw UsageError("--wait follows a submitted job: add --submit");
     script.command = sub->remaining();
     if (!script.command.empty() && script.command.front() == "--") script.command.erase(script.command.begin());
     if (script.command.empty()) {
@@ -174,21 +254,18 @@ Command add_sbatch_command(CLI::App& app) {
       spdlog::info("wrote {} (submit it with: sbatch {})", path, path);
       return 0;
     }
-    auto r = run_command({"sbatch", "--parsable", path},
-                         std::chrono::milliseconds(static_cast<long>(a->submit_timeout * 1000)), true);
+    std::string id;
+    try {
+      id = launcher::slurm::submit_batch_script(path,
+                                                std::chrono::milliseconds(static_cast<long>(a->submit_timeout * 1000)));
+    } catch (...) {
+      if (!temp.empty()) std::filesystem::remove(temp);
+      throw;
+    }
     if (!temp.empty()) std::filesystem::remove(temp);
-    if (!r.started)
-      throw Error(fmt::format("sbatch could not be started ({}): is Slurm installed here?", r.start_error));
-    if (r.timed_out) {
-      throw Error(
-          fmt::format("sbatch gave no answer within {}s (is slurmctld up? `scontrol ping`)", a->submit_timeout));
-    }
-    if (r.exit_code != 0) {
-      throw Error(fmt::format("sbatch exited {}: {}", r.exit_code, r.errors.empty() ? r.output : r.errors));
-    }
-    auto id = launcher::job_id_from_parsable(r.output);
     std::cout << id << std::endl;
     spdlog::info("submitted Slurm job {} ({} node(s)); follow it with `scontrol -o show job {}`", id, script.nodes, id);
+    if (a->wait) return follow_job(id, a->wait_timeout);
     return 0;
   };
   return {sub, run};

@@ -4,6 +4,7 @@ import argparse
 import datetime
 import json
 import os
+import sys
 import time
 
 import torch
@@ -12,6 +13,7 @@ import torch.distributed as dist
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--hold", action="store_true")
+ap.add_argument("--rank0-exit", type=int, default=0, help="rank 0 exits with this code after the all_reduce")
 args = ap.parse_args()
 
 dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=120))
@@ -27,6 +29,8 @@ with open(tmp, "w") as f:
     json.dump(record, f)
 os.rename(tmp, os.path.join(args.out, f"rank{rank}.json"))
 print(f"rank {rank} of {dist.get_world_size()} sum {t.item():g}", flush=True)
+if rank == 0 and args.rank0_exit:
+    sys.exit(args.rank0_exit)
 if args.hold:
     while True:
         time.sleep(1)

@@ -128,6 +128,61 @@ def test_sbatch_script_submitted_completes():
         check("rank 3 of 4 sum 10" in text, f"job output lacks rank 3's line: {text}")
 
 
+def sbatch_wait(out, *extra, name, **kw):
+    return subprocess.Popen([LAUNCH, "sbatch", "--nnodes", "2", "--nproc-per-node", "2", "--python", PYTHON,
+                             "--job-name", name, "--submit", "--wait", "--wait-timeout", "300", *extra, WORKER,
+                             "--out", out], env=CLUSTER.env, cwd=CLUSTER.jobs_dir, text=True, **kw)
+
+
+def test_sbatch_wait_streams_output_and_returns_the_job_status():
+    with tempfile.TemporaryDirectory() as out:
+        os.chmod(out, 0o777)
+        p = sbatch_wait(out, name="ddp-wait-ok", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout, stderr = p.communicate(timeout=300)
+        check(p.returncode == 0, f"exit {p.returncode}\nstdout: {stdout}\nstderr: {stderr}")
+        job_id = stdout.splitlines()[0]
+        check(job_id.isdigit(), f"the first line is not the job id: {stdout!r}")
+        check("rank 3 of 4 sum 10" in stdout, f"the job's output was not streamed: {stdout!r}")
+        check(f"job {job_id} succeeded (ExitCode=0:0)" in stderr, f"no final state line: {stderr}")
+
+
+def test_sbatch_wait_reports_a_failed_job():
+    with tempfile.TemporaryDirectory() as out:
+        os.chmod(out, 0o777)
+        r = subprocess.run([LAUNCH, "sbatch", "--nnodes", "2", "--nproc-per-node", "1", "--python", PYTHON,
+                            "--job-name", "ddp-wait-fail", "--submit", "--wait", "--wait-timeout", "300", WORKER,
+                            "--out", out, "--rank0-exit", "3"], env=CLUSTER.env, cwd=CLUSTER.jobs_dir,
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 1, f"exit {r.returncode} (the supervisor exits 1 when a rank fails)\n{r.stderr}")
+        check("failed (ExitCode=1:0)" in r.stderr, f"no failed state line: {r.stderr}")
+        check("Root cause: rank 0" in r.stdout and "exited with code 3" in r.stdout,
+              f"the streamed job output lacks the supervisor's failure summary: {r.stdout}")
+
+
+def test_sbatch_wait_cancels_the_job_on_sigterm():
+    with tempfile.TemporaryDirectory() as out:
+        os.chmod(out, 0o777)
+        p = sbatch_wait(out, "--shutdown-grace", "3", name="ddp-wait-cancel", stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE)
+        try:
+            job_id = p.stdout.readline().strip()
+            check(job_id.isdigit(), f"no job id: {job_id!r}")
+            records(out, 4, 180, "held job")
+            p.send_signal(signal.SIGTERM)
+            stdout, stderr = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        check(p.returncode == 143, f"exit {p.returncode}, expected 128+SIGTERM from CANCELLED 0:15\n{stderr}")
+        check("cancelling job" in stderr and "cancelled" in stderr, f"no cancel lines: {stderr}")
+        check(CLUSTER.job_info(job_id).get("JobState") == "CANCELLED", "the job is not CANCELLED")
+        deadline = time.monotonic() + 30
+        while slurm_job_pids(job_id) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        check(not slurm_job_pids(job_id), f"processes of job {job_id} live on: {slurm_job_pids(job_id)}")
+
+
 def slurm_job_pids(job_id):
     """Processes whose environment says SLURM_JOB_ID=job_id (srun tasks inherit it, workers too)."""
     needle = f"SLURM_JOB_ID={job_id}".encode()
@@ -200,4 +255,6 @@ if __name__ == "__main__":
         run_tests([test_srun_two_nodes_trains_with_slurm_topology, test_srun_explicit_master_port_wins,
                    test_srun_two_tasks_per_node_is_refused, test_unknown_store_host_is_named,
                    test_batch_script_without_srun_runs_on_one_node_and_says_so, test_sbatch_script_submitted_completes,
-                   test_scancel_leaves_no_process, test_cluster_of_a_killed_owner_is_stopped])
+                   test_scancel_leaves_no_process, test_sbatch_wait_streams_output_and_returns_the_job_status,
+                   test_sbatch_wait_reports_a_failed_job, test_sbatch_wait_cancels_the_job_on_sigterm,
+                   test_cluster_of_a_killed_owner_is_stopped])
