@@ -222,9 +222,10 @@ std::string make_run_id() {
 }
 
 // Under srun: node count, node rank, store host and port, run id from SLURM_*, each unless given as
-// a flag (or PET_*). See launcher/slurm.hpp and launcher/README.md (Slurm).
-void take_from_slurm(const CLI::App& sub, RunArgs& a) {
-  if (a.no_slurm) return;
+// a flag (or PET_*). See launcher/slurm.hpp and launcher/README.md (Slurm). With c10d the store
+// host and port become the endpoint every node joins at. True when the node rank came from Slurm.
+bool take_from_slurm(const CLI::App& sub, RunArgs& a) {
+  if (a.no_slurm) return false;
   auto given = [&](const char* name) { return sub.get_option(name)->count() > 0; };
   launcher::slurm::ExplicitFlags flags{given("--nnodes"),
                                        given("--node-rank"),
@@ -233,12 +234,16 @@ void take_from_slurm(const CLI::App& sub, RunArgs& a) {
                                        given("--rdzv-id"),
                                        a.standalone};
   auto topo = launcher::slurm::topology_from_environment(flags);
-  if (!topo) return;
+  if (!topo) return false;
   if (topo->nnodes) a.nnodes = std::to_string(*topo->nnodes);
   if (topo->node_rank) a.node_rank = *topo->node_rank;
   if (topo->master_addr) a.master_addr = *topo->master_addr;
   if (topo->master_port) a.master_port = *topo->master_port;
   if (topo->rdzv_id) a.rdzv_id = *topo->rdzv_id;
+  if (a.rdzv_backend == "c10d" && a.rdzv_endpoint.empty() && a.master_port != 0) {
+    a.rdzv_endpoint = fmt::format("{}:{}", a.master_addr, a.master_port);
+  }
+  return topo->node_rank.has_value();
 }
 
 }  // namespace
@@ -336,7 +341,7 @@ Command add_run_command(CLI::App& app) {
           fmt::format("--rdzv-backend {} is not available; use static (the default) or c10d", a->rdzv_backend));
     }
     if (a->no_python && a->module) throw UsageError("--no-python and --module cannot be combined");
-    take_from_slurm(*sub, *a);
+    const bool slurm_node_rank = take_from_slurm(*sub, *a);
     launcher::SupervisorConfig c;
     c.node_name = a->local_addr;
     const bool dynamic = a->rdzv_backend == "c10d";
@@ -364,7 +369,7 @@ Command add_run_command(CLI::App& app) {
       if (rc.endpoint_host.empty()) throw UsageError(fmt::format("--rdzv-endpoint '{}': no host", a->rdzv_endpoint));
       rc.run_id = a->rdzv_id;
       apply_rdzv_conf(a->rdzv_conf, rc);
-      rc.rank_hint = sub->get_option("--node-rank")->count() > 0 ? a->node_rank : -1;
+      rc.rank_hint = sub->get_option("--node-rank")->count() > 0 || slurm_node_rank ? a->node_rank : -1;
       c.dynamic = rc;
       a->nnodes = "1";
       a->node_rank = 0;

@@ -57,6 +57,18 @@ def test_srun_two_nodes_trains_with_slurm_topology():
         check(all("store host n1 is 127.0.0.1" in l for l in lines), f"store host not resolved: {lines}")
 
 
+def test_srun_c10d_joins_at_the_endpoint_from_slurm():
+    """--rdzv-backend c10d under srun: the endpoint is the first node and the derived port, the node
+    rank a hint from SLURM_NODEID; no flag names the topology."""
+    with tempfile.TemporaryDirectory() as out:
+        r = CLUSTER.run(["srun", "-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", LAUNCH, "run",
+                         "--rdzv-backend", "c10d", "--nproc-per-node", "2", "--python", PYTHON, WORKER, "--out", out],
+                        timeout=240, check=False, cwd=CLUSTER.jobs_dir)
+        check(r.returncode == 0, f"srun exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+        recs = records(out, 4, 5, "srun -N2 c10d")
+        check_four_ranks(recs, recs[0]["SLURM_JOB_ID"])
+
+
 def test_srun_explicit_master_port_wins():
     with tempfile.TemporaryDirectory() as out:
         from harness import free_port
@@ -252,7 +264,8 @@ if __name__ == "__main__":
     skip_unless_available()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with SlurmCluster(nodes=2) as CLUSTER:
-        run_tests([test_srun_two_nodes_trains_with_slurm_topology, test_srun_explicit_master_port_wins,
+        run_tests([test_srun_two_nodes_trains_with_slurm_topology, test_srun_c10d_joins_at_the_endpoint_from_slurm,
+                   test_srun_explicit_master_port_wins,
                    test_srun_two_tasks_per_node_is_refused, test_unknown_store_host_is_named,
                    test_batch_script_without_srun_runs_on_one_node_and_says_so, test_sbatch_script_submitted_completes,
                    test_scancel_leaves_no_process, test_sbatch_wait_streams_output_and_returns_the_job_status,
