@@ -30,6 +30,10 @@ inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HA
 inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";  // 2.x
 // Forced to 1 when unset and several ranks share a node (torchrun does the same).
 inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
+// gloo's interface. Without it gloo advertises the address the host name resolves to; with several
+// nodes, when that is a loopback address, the supervisor sets it (if unset) to the interface that
+// reaches the rendezvous store.
+inline constexpr std::string_view kGlooSocketIfname = "GLOO_SOCKET_IFNAME";
 
 // --- ours ---
 inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|info|warn|error

@@ -15,6 +15,7 @@
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
 #include "common/gpu.hpp"
+#include "common/net.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/slurm.hpp"
 #include "launcher/supervisor.hpp"
@@ -468,6 +469,19 @@ Command add_run_command(CLI::App& app) {
       c.worker_argv = {resolve_program(python, "python interpreter"), "-u"};
       if (a->module) c.worker_argv.push_back("-m");
       c.worker_argv.insert(c.worker_argv.end(), a->command.begin(), a->command.end());
+    }
+    if ((dynamic || c.plan.nnodes > 1) && !c.base_env.count(std::string(env::kGlooSocketIfname)) &&
+        net::hostname_is_loopback()) {
+      // gloo would advertise the loopback address the host name resolves to: the other nodes
+      // could not connect. Use the interface that reaches the store instead.
+      const auto& peer = dynamic ? c.dynamic->endpoint_host : c.master_addr;
+      auto ifname = net::interface_towards(peer, dynamic ? c.dynamic->endpoint_port : c.master_port);
+      if (ifname && *ifname != "lo") {
+        c.base_env[std::string(env::kGlooSocketIfname)] = *ifname;
+        spdlog::info("the host name resolves to a loopback address, which gloo would give the other nodes: "
+                     "setting {}={} (the interface that reaches {}; set it yourself to choose)",
+                     env::kGlooSocketIfname, *ifname, peer);
+      }
     }
     if (auto omp = launcher::omp_threads_default(c.base_env, c.plan.nproc_per_node)) {
       spdlog::info("{} is unset and {} ranks share this node: setting it to {} for every worker "

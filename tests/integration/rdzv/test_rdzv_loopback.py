@@ -43,8 +43,8 @@ def test_dead_node_survivors_go_on_smaller_and_it_comes_back():
         a = w.node("a", ep, "2:3", args, conf=FAST)
         b = w.node("b", ep, "2:3", args, conf=FAST)
         c = w.node("c", ep, "2:3", args, conf=FAST)
-        for n in (a, b, c):
-            n.wait_event("rendezvous_complete", 60, "round 0 with three nodes", round=0, nodes=3)
+        ranks0 = {n.name: n.wait_event("rendezvous_complete", 60, "round 0 with three nodes", round=0,
+                                       nodes=3)["node_rank"] for n in (a, b, c)}
         c.kill(signal.SIGKILL)
         killed = time.monotonic()
         host = a  # a started first and bound the endpoint
@@ -54,13 +54,18 @@ def test_dead_node_survivors_go_on_smaller_and_it_comes_back():
             n.wait_event("round_ended", 30, "round 0 over", round=0)
             e = n.wait_event("rendezvous_complete", 30, "round 1 without c", round=1)
             check(e["nodes"] == 2 and e["world_size"] == 2, f"{n.name}: {e}")
+            if ranks0[n.name] < 2:
+                check(e["node_rank"] == ranks0[n.name], f"{n.name}: node rank {ranks0[n.name]} → {e['node_rank']}")
             n.wait_event("rank_started", 30, "workers restarted at the smaller size", attempt=1)
         print(f"    survivors restarted {time.monotonic() - killed:.1f}s after the kill (heartbeat timeout 2s)")
         # A node comes back (a new supervisor on the host that died): admitted at the next round.
         c2 = w.node("c2", ep, "2:3", args, conf=FAST)
+        ranks1 = {n.name: n.wait_event("rendezvous_complete", 1, "round 1", round=1)["node_rank"] for n in (a, b)}
         for n in (a, b, c2):
             e = n.wait_event("rendezvous_complete", 60, "round 2 with the newcomer", round=2)
             check(e["nodes"] == 3 and e["world_size"] == 3, f"{n.name}: {e}")
+            if n is not c2:
+                check(e["node_rank"] == ranks1[n.name], f"{n.name}: stable node rank {ranks1[n.name]} → {e}")
         restarts = [e for e in a.events() if e.get("event") == "restarting"]
         check(not restarts, f"membership changes must not spend the restart budget: {restarts}")
         open(w.stop_file(), "w").close()
@@ -126,6 +131,26 @@ def test_wrong_endpoint_is_a_clear_error_within_the_join_timeout():
         print(f"    failed after {took:.1f}s (join timeout 2s)")
 
 
+def test_a_stopped_node_leaves_and_the_others_go_on_at_once():
+    ep = endpoint()
+    with Workdir() as w:
+        args = [LIGHT_WORKER, "--stop-file", w.stop_file()]
+        # A long heartbeat timeout: going on without the node must not wait for it.
+        conf = "last_call_timeout=1,heartbeat_timeout=60,join_timeout=60,exit_barrier_timeout=60"
+        a, b, c = (w.node(x, ep, "2:3", args, conf=conf) for x in ("a", "b", "c"))
+        for n in (a, b, c):
+            n.wait_event("rendezvous_complete", 60, "round 0 with three nodes", round=0, nodes=3)
+        c.kill(signal.SIGTERM)
+        check(c.wait_exit(30, "SIGTERM stops c") == 128 + signal.SIGTERM, c.stderr()[-2000:])
+        for n in (a, b):
+            e = n.wait_event("rendezvous_complete", 20, "round 1 without c, well before the heartbeat timeout",
+                             round=1)
+            check(e["nodes"] == 2, f"{n.name}: {e}")
+        open(w.stop_file(), "w").close()
+        for n in (a, b):
+            check(n.wait_exit(60, "the job to finish") == 0, f"{n.name}: {n.stderr()[-2000:]}")
+
+
 def test_bad_flags_are_usage_errors():
     import subprocess
     from harness import DDP_LAUNCH
@@ -147,6 +172,7 @@ TESTS = [
     test_a_failed_rank_restarts_every_node_within_budget,
     test_budget_spent_ends_the_job_on_every_node_naming_the_node,
     test_dead_node_survivors_go_on_smaller_and_it_comes_back,
+    test_a_stopped_node_leaves_and_the_others_go_on_at_once,
     test_three_nodes_of_different_sizes_train_with_gloo,
 ]
 # Names on the command line run only those tests.

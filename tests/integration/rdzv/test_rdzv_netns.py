@@ -4,6 +4,7 @@ others re-rendezvous and go on at the smaller size; the host comes back → admi
 round. A wrong endpoint → a clear error within the join timeout. Needs root (skipped otherwise)."""
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -19,8 +20,9 @@ if why_not:
 WORKER = os.path.join(HERE, "elastic_worker.py")
 FAST = "last_call_timeout=2,heartbeat_timeout=3,join_timeout=90,exit_barrier_timeout=60"
 PORT = 29411
-# gloo picks its interface from the host name otherwise (which resolves outside the namespace).
-ENV = dict(os.environ, GLOO_SOCKET_IFNAME="eth0")
+# No GLOO_SOCKET_IFNAME: the host name resolves to 127.0.0.1 here, so the supervisor must set it to
+# the interface that reaches the rendezvous store (eth0) or gloo would advertise loopback.
+ENV = {k: v for k, v in os.environ.items() if k != "GLOO_SOCKET_IFNAME"}
 
 
 def start(w, hosts, i, name=None, nproc=1):
@@ -36,6 +38,8 @@ def test_killed_host_then_it_comes_back():
             e = n.wait_event("rendezvous_complete", 120, "round 0 over three hosts", round=0)
             check(e["nodes"] == 3 and e["world_size"] == 4, f"{n.name}: {e}")
         wait_gloo(nodes[0], 0, 4)
+        if loopback_hostname():
+            check("GLOO_SOCKET_IFNAME=eth0" in nodes[1].stderr(), f"gloo's interface: {nodes[1].stderr()[-2000:]}")
         t0 = time.monotonic()
         nodes[2].kill(signal.SIGKILL)
         for n in nodes[:2]:
@@ -84,6 +88,13 @@ def test_wrong_endpoint_fails_within_the_join_timeout():
         err = n.stderr()
         check(f"cannot reach the rendezvous store at {hosts.subnet}.9:{PORT}" in err, err[-2000:])
         print(f"    failed after {took:.1f}s (join timeout 3s)")
+
+
+def loopback_hostname():
+    try:
+        return socket.gethostbyname(socket.gethostname()).startswith("127.")
+    except OSError:
+        return True
 
 
 def wait_gloo(node, rnd, world):
