@@ -59,7 +59,8 @@ def death_once(launch, heartbeat):
                  "--nnodes", "2:3", "--nproc-per-node", "2", "--local-addr", name, "--rdzv-conf", conf,
                  "--events", ev, "--no-python", "--shutdown-grace", "5", "/bin/sleep", "600"],
                 stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, f"{name}.err"), "w")))
-            time.sleep(0.1)
+            # a hosts the rendezvous (the one killed is c): it binds the endpoint before the others start.
+            wait_for(ev, lambda e: e.get("event") == "started", 30, f"{name} started")
         for ev in paths:
             wait_for(ev, lambda e: e.get("event") == "rank_started" and e.get("attempt") == 0, 60, "round 0 workers")
         time.sleep(heartbeat / 2)
