@@ -69,5 +69,18 @@ inline constexpr std::string_view kSlurmNtasks = "SLURM_NTASKS";
 inline constexpr std::string_view kSlurmStepNumTasks = "SLURM_STEP_NUM_TASKS";
 inline constexpr std::string_view kSlurmLocalId = "SLURM_LOCALID";  // task index on this node
 inline constexpr std::string_view kSlurmProcId = "SLURM_PROCID";    // task index in the step
+// --- the job daemon (`ddp-launch daemon`) and the supervisors it starts ---
+// Which GPUs a job may use; the daemon sets it per job (empty: none) so jobs never share one.
+inline constexpr std::string_view kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
+// PCI_BUS_ID: CUDA numbers devices as NVML (and the daemon's GPU table) does.
+inline constexpr std::string_view kCudaDeviceOrder = "CUDA_DEVICE_ORDER";
+// Set to 1 for daemon jobs: Python's output reaches the per-rank logs as it is printed.
+inline constexpr std::string_view kPythonUnbuffered = "PYTHONUNBUFFERED";
+inline constexpr std::string_view kJobId = "DDP_JOB_ID";  // the daemon's id of the job
+// The daemon's unix socket, for the daemon and its clients (default under $XDG_RUNTIME_DIR).
+inline constexpr std::string_view kDaemonSocket = "DDP_DAEMON_SOCKET";
+inline constexpr std::string_view kXdgRuntimeDir = "XDG_RUNTIME_DIR";
+inline constexpr std::string_view kXdgStateHome = "XDG_STATE_HOME";
+inline constexpr std::string_view kHome = "HOME";  // ~/.local/state/ddp-launch without XDG_STATE_HOME
 
 }  // namespace ddp::env

@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "launcher/commands.hpp"
+#include "jobs/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
@@ -21,6 +22,10 @@ int main(int argc, char** argv) {
                         ddp::cli::add_sbatch_command(app)}) {
     runners[command.sub] = std::move(command.run);
   }
+  // The job daemon and its clients (jobs/, the layer above the launcher, linked by this executable only).
+  auto job_commands = ddp::cli::add_job_client_commands(app);
+  job_commands.push_back(ddp::cli::add_daemon_command(app));
+  for (auto& command : job_commands) runners[command.sub] = std::move(command.run);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,48 @@
+#pragma once
+// ApiServer: the daemon's HTTP/1.1 JSON API (Boost.Beast) on a unix socket (mode 0600, no token)
+// and, when asked, on TCP (every request but /healthz needs `Authorization: Bearer <token>`).
+//
+//   POST /v1/jobs                      body: job YAML (X-Ddp-File names it in errors) → 201 job
+//   GET  /v1/jobs?state=S&limit=N      newest first
+//   GET  /v1/jobs/{id}                 job, with its spec
+//   POST /v1/jobs/{id}/cancel          → 202 job (CANCELLING or CANCELLED)
+//   GET  /v1/jobs/{id}/events          state transitions and supervisor events
+//   GET  /v1/jobs/{id}/logs?rank=N|supervisor&stream=stdout|stderr&follow=1
+//   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in rank 0's output
+//   GET  /metrics                      Prometheus text
+//   GET  /healthz
+// Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "jobs/job_manager.hpp"
+
+namespace ddp::jobs {
+
+inline constexpr std::size_t kMaxRequestBody = 1 << 20;  // a job file is a few KiB
+
+class ApiServer {
+ public:
+  ApiServer(boost::asio::io_context& io, JobManager& jobs);
+  void listen_unix(const std::filesystem::path& path);  // creates the socket with mode 0600
+  // Returns the bound port (port 0 picks one).
+  std::uint16_t listen_tcp(const std::string& host, std::uint16_t port, std::string token);
+  void stop();
+
+ private:
+  void accept_unix();
+  void accept_tcp();
+  boost::asio::io_context& io_;
+  JobManager& jobs_;
+  std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
+  std::optional<boost::asio::ip::tcp::acceptor> tcp_;
+  std::string token_;
+  std::filesystem::path unix_path_;
+};
+
+}  // namespace ddp::jobs

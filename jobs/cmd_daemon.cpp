@@ -1,0 +1,174 @@
+// `ddp-launch daemon`: the job daemon on one Asio loop (HTTP API, job manager, supervisors).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/gpu.hpp"
+#include "jobs/api_server.hpp"
+#include "jobs/commands.hpp"
+#include "jobs/daemon_paths.hpp"
+#include "jobs/job_manager.hpp"
+
+namespace ddp::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DaemonArgs {
+  std::string state_dir;
+  std::string socket;
+  std::string listen;
+  int slots = 0;
+  int gpus = -1;
+};
+
+// The bearer token for TCP clients: made once, kept 0600 in the state directory.
+std::string load_or_create_token(const fs::path& file) {
+  std::ifstream in(file);
+  std::string token;
+  if (in && std::getline(in, token) && token.size() >= 32) return token;
+  std::random_device rd;
+  token.clear();
+  for (int i = 0; i < 8; ++i) token += fmt::format("{:08x}", rd());
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error(fmt::format("cannot write the API token {}: {}", file.string(), std::strerror(errno)));
+  ::fchmod(fd, 0600);
+  auto line = token + "\n";
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    ::close(fd);
+    throw Error(fmt::format("cannot write the API token {}", file.string()));
+  }
+  ::close(fd);
+  return token;
+}
+
+// One daemon per state directory: a second one would double-book every GPU.
+int lock_state_dir(const fs::path& dir) {
+  auto file = dir / "daemon.lock";
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::string pid;
+    std::ifstream(file) >> pid;
+    throw Error(
+        fmt::format("another ddp-launch daemon (pid {}) uses the state directory {}; stop it first, or "
+                    "give this one its own --state-dir",
+                    pid.empty() ? "?" : pid, dir.string()));
+  }
+  auto text = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::write(fd, text.data(), text.size()) < 0) {
+    spdlog::warn("cannot record the daemon's pid in {}", file.string());
+  }
+  return fd;  // held (and locked) for the life of the process
+}
+
+}  // namespace
+
+Command add_daemon_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("daemon",
+                                 "Run the job daemon: queue YAML jobs, hand out slots and GPUs, run each "
+                                 "under its own supervisor (HTTP API on a unix socket)");
+  auto a = std::make_shared<DaemonArgs>();
+  sub->add_option("--state-dir", a->state_dir,
+                  "Database, job run directories and the API token (default: "
+                  "$XDG_STATE_HOME/ddp-launch or ~/.local/state/ddp-launch)");
+  sub->add_option("--socket", a->socket,
+                  "Unix socket of the API, mode 0600 (default: $DDP_DAEMON_SOCKET, "
+                  "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or <state-dir>/daemon.sock)");
+  sub->add_option("--listen", a->listen,
+                  "Also serve the API on TCP HOST:PORT; every request needs the bearer "
+                  "token in <state-dir>/token");
+  sub->add_option("--slots", a->slots, "CPU slots (one per rank) jobs may use (default: the CPU count)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--gpus", a->gpus,
+                  "GPUs to hand out, 0..N-1 (default: what NVML reports; a number here "
+                  "configures them, e.g. for tests)")
+      ->check(CLI::NonNegativeNumber);
+
+  auto run = [a]() -> int {
+    fs::path state_dir = a->state_dir.empty() ? jobs::default_state_dir() : fs::path(a->state_dir);
+    std::error_code ec;
+    fs::create_directories(state_dir, ec);
+    if (ec) throw UsageError(fmt::format("cannot create the state directory {}: {}", state_dir.string(), ec.message()));
+    state_dir = fs::canonical(state_dir);
+    ::chmod(state_dir.c_str(), 0700);
+    int lock_fd = lock_state_dir(state_dir);
+    (void)lock_fd;
+    auto token = load_or_create_token(state_dir / "token");
+
+    jobs::DaemonConfig config;
+    config.state_dir = state_dir;
+    config.self_exe = fs::read_symlink("/proc/self/exe").string();
+    config.inventory.slots =
+        a->slots > 0 ? a->slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int gpus = a->gpus;
+    if (gpus < 0) {
+      auto count = gpu::count_gpus();
+      gpus = count.count.value_or(0);
+      if (!count.count) spdlog::info("no GPUs to hand out: {}", count.why_not);
+    }
+    for (int g = 0; g < gpus; ++g) config.inventory.gpu_indices.push_back(g);
+
+    std::signal(SIGPIPE, SIG_IGN);
+    boost::asio::io_context io;
+    jobs::JobManager manager(io, config);
+    jobs::ApiServer server(io, manager);
+    manager.recover();
+    fs::path socket = a->socket.empty() ? jobs::default_socket_path(state_dir) : fs::path(a->socket);
+    server.listen_unix(socket);
+    std::string tcp;
+    if (!a->listen.empty()) {
+      auto colon = a->listen.rfind(':');
+      if (colon == std::string::npos) throw UsageError(fmt::format("--listen '{}': give HOST:PORT", a->listen));
+      int port = 0;
+      try {
+        port = std::stoi(a->listen.substr(colon + 1));
+      } catch (const std::exception&) {
+        port = -1;
+      }
+      if (port < 0 || port > 65535) throw UsageError(fmt::format("--listen '{}': the port is not 0..65535", a->listen));
+      auto bound = server.listen_tcp(a->listen.substr(0, colon), static_cast<std::uint16_t>(port), token);
+      tcp = fmt::format(" tcp={}:{}", a->listen.substr(0, colon), bound);
+    }
+    spdlog::info("daemon ready: {} slots, {} GPUs, state in {}", config.inventory.slots,
+                 config.inventory.gpu_indices.size(), state_dir.string());
+    // One line on stdout for scripts and tests: where to reach it.
+    std::cout << "listening unix=" << socket.string() << tcp << std::endl;
+
+    boost::asio::signal_set stop(io, SIGINT, SIGTERM);
+    stop.async_wait([&](boost::system::error_code ec2, int signo) {
+      if (ec2) return;
+      // Jobs keep running in their own sessions; the next daemon re-adopts them.
+      spdlog::info("received signal {}: stopping the API; running jobs go on and are re-adopted at the next start",
+                   signo);
+      server.stop();
+      io.stop();
+    });
+    for (;;) {
+      try {
+        io.run();
+        break;
+      } catch (const std::exception& e) {  // one bad handler must not take the daemon (and the jobs' view) down
+        spdlog::error("daemon: unexpected error in the event loop, continuing: {}", e.what());
+      }
+    }
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace ddp::cli

@@ -1,0 +1,84 @@
+#include "jobs/inotify.hpp"
+
+#include <fmt/format.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace ddp::jobs {
+
+Inotify::Inotify(boost::asio::io_context& io) : stream_(io) {
+  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd_ < 0) throw Error(fmt::format("inotify_init1: {}", std::strerror(errno)));
+  stream_.assign(fd_);
+  arm();
+}
+
+Inotify::~Inotify() {
+  *alive_ = false;
+  boost::system::error_code ec;
+  stream_.close(ec);
+}
+
+std::optional<int> Inotify::watch(const std::filesystem::path& path, Callback cb) {
+  int wd = ::inotify_add_watch(fd_, path.c_str(), IN_MODIFY | IN_CLOSE_WRITE | IN_MASK_ADD);
+  if (wd < 0) return std::nullopt;
+  int token = next_token_++;
+  callbacks_[wd][token] = std::move(cb);
+  wd_of_[token] = wd;
+  return token;
+}
+
+void Inotify::unwatch(int token) {
+  auto it = wd_of_.find(token);
+  if (it == wd_of_.end()) return;
+  int wd = it->second;
+  wd_of_.erase(it);
+  auto& m = callbacks_[wd];
+  m.erase(token);
+  if (m.empty()) {
+    callbacks_.erase(wd);
+    ::inotify_rm_watch(fd_, wd);
+  }
+}
+
+void Inotify::arm() {
+  stream_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                     [this, alive = alive_](boost::system::error_code ec) {
+                       if (ec || !*alive) return;
+                       alignas(inotify_event) char buf[16384];
+                       std::vector<int> fired;
+                       for (;;) {
+                         auto n = ::read(fd_, buf, sizeof buf);
+                         if (n <= 0) break;
+                         for (char* p = buf; p < buf + n;) {
+                           auto* e = reinterpret_cast<inotify_event*>(p);
+                           fired.push_back(e->wd);
+                           p += sizeof(inotify_event) + e->len;
+                         }
+                       }
+                       // Callbacks may watch and unwatch: collect them first, and skip tokens
+                       // that an earlier callback removed.
+                       std::vector<std::pair<int, Callback>> calls;
+                       std::sort(fired.begin(), fired.end());
+                       fired.erase(std::unique(fired.begin(), fired.end()), fired.end());
+                       for (int wd : fired) {
+                         auto it = callbacks_.find(wd);
+                         if (it == callbacks_.end()) continue;
+                         for (auto& [token, cb] : it->second) calls.emplace_back(token, cb);
+                       }
+                       for (auto& [token, cb] : calls) {
+                         if (wd_of_.count(token)) cb();
+                         if (!*alive) return;
+                       }
+                       arm();
+                     });
+}
+
+}  // namespace ddp::jobs

@@ -1,0 +1,85 @@
+#pragma once
+// JobDb: the daemon's durable state in SQLite (WAL): jobs, their state transitions and the
+// events of their supervisors. Every state change is written (in one transaction with its
+// transition row) before the daemon acts on it, so a `kill -9` loses no job.
+// Schema versioned with PRAGMA user_version; a newer database than this binary is refused.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jobs/job_state.hpp"
+#include "jobs/scheduler.hpp"
+
+struct sqlite3;
+
+namespace ddp::jobs {
+
+inline constexpr int kJobDbSchemaVersion = 1;
+
+struct JobRecord {
+  JobId id = 0;
+  std::string name;
+  std::string spec_yaml;
+  int priority = 0;
+  JobState state = JobState::Pending;
+  std::string reason;
+  int runs = 0;      // supervisors launched (daemon-level attempts)
+  int restarts = 0;  // restarts of any kind: worker-group restarts plus daemon retries
+  double submitted_at = 0;
+  double started_at = 0;   // first launch; 0 before
+  double finished_at = 0;  // terminal; 0 before
+  std::optional<int> exit_code;
+  pid_t pid = 0;                     // the current supervisor; 0 when none
+  std::uint64_t pid_start_time = 0;  // /proc/<pid>/stat field 22: tells a reused pid apart
+  std::string run_dir;               // the current run's directory (events, logs, supervisor.log)
+  std::vector<int> gpus;
+  int slots = 0;
+  std::int64_t events_offset = 0;  // bytes of the current run's event file already applied
+};
+
+struct TransitionRow {
+  double time = 0;
+  std::string from, to, reason;
+  int run = 0;
+};
+
+struct EventRow {
+  double time = 0;
+  int run = 0;
+  std::string type;
+  std::string data_json;
+};
+
+class JobDb {
+ public:
+  explicit JobDb(const std::filesystem::path& path);
+  ~JobDb();
+  JobDb(const JobDb&) = delete;
+  JobDb& operator=(const JobDb&) = delete;
+
+  int schema_version();
+  // Runs f inside BEGIN IMMEDIATE … COMMIT (ROLLBACK if it throws).
+  void transaction(const std::function<void()>& f);
+
+  JobId insert_job(const JobRecord& r);  // returns the new id
+  void update_job(const JobRecord& r);
+  void add_transition(JobId id, const TransitionRow& t);
+  void add_event(JobId id, const EventRow& e);
+
+  std::vector<JobRecord> load_jobs();
+  std::vector<TransitionRow> transitions(JobId id);
+  std::vector<EventRow> events(JobId id, std::optional<std::string> type = std::nullopt);
+
+ private:
+  void exec(const char* sql);
+  sqlite3* db_ = nullptr;
+  std::filesystem::path path_;
+};
+
+}  // namespace ddp::jobs

@@ -1,0 +1,763 @@
+#include "jobs/job_manager.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "jobs/local_executor.hpp"
+
+namespace ddp::jobs {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using json = nlohmann::json;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct JobManager::Job {
+  JobRecord rec;
+  JobSpec spec;
+  bool spec_ok = true;
+  std::unique_ptr<asio::posix::stream_descriptor> pidfd;
+  bool own_child = false;
+  std::optional<int> events_watch;
+  // This run, from its event stream:
+  bool finished_seen = false;
+  std::optional<int> finished_exit;
+  std::optional<int> first_failure_code;  // of the latest worker-group attempt
+  std::string first_failure;              // "rank 1 exited with code 3"
+  // Cancel or timeout in progress:
+  bool cancel_requested = false;
+  JobState cancel_final = JobState::Cancelled;
+  std::string cancel_reason;
+  std::unique_ptr<asio::steady_timer> timeout_timer, kill_timer, retry_timer;
+
+  void reset_run() {
+    finished_seen = false;
+    finished_exit.reset();
+    first_failure_code.reset();
+    first_failure.clear();
+  }
+};
+
+namespace {
+
+int signal_number(const std::string& name) {
+  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
+  for (int s = 1; s < NSIG; ++s) {
+    const char* abbrev = ::sigabbrev_np(s);
+    if (abbrev && bare == abbrev) return s;
+  }
+  return 0;
+}
+
+int send_signal(asio::posix::stream_descriptor* pidfd, pid_t pid, int signo) {
+  // Through the pidfd when we have one: a pid recycled meanwhile can never receive it.
+  if (pidfd && pidfd->is_open()) {
+    return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd->native_handle(), signo, nullptr, 0));
+  }
+  return ::kill(pid, signo);
+}
+
+std::optional<int> latest_attempt(const fs::path& logs) {
+  std::optional<int> best;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(logs, ec)) {
+    auto name = e.path().filename().string();
+    if (name.rfind("attempt_", 0) != 0) continue;
+    try {
+      int k = std::stoi(name.substr(8));
+      if (!best || k > *best) best = k;
+    } catch (const std::exception&) {
+    }
+  }
+  return best;
+}
+
+std::string read_tail(const fs::path& p, std::size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::size_t>(in.tellg());
+  auto start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string out(size - start, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  return out;
+}
+
+}  // namespace
+
+JobManager::JobManager(asio::io_context& io, DaemonConfig config)
+    : io_(io),
+      config_(std::move(config)),
+      db_(config_.state_dir / "jobs.db"),
+      scheduler_(config_.inventory),
+      inotify_(io) {}
+
+JobManager::~JobManager() = default;
+
+JobManager::Job& JobManager::find(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  return *it->second;
+}
+
+const JobManager::Job& JobManager::find(JobId id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  return *it->second;
+}
+
+bool JobManager::is_finished(JobId id) const { return is_terminal(find(id).rec.state); }
+
+void JobManager::persist(Job& job) { db_.update_job(job.rec); }
+
+void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
+  auto from = job.rec.state;
+  if (from == to && job.rec.reason == reason) return;
+  if (from != to && !can_transition(from, to)) {
+    spdlog::error("job {}: illegal transition {} → {} ignored ({})", job.rec.id, state_name(from), state_name(to),
+                  reason);
+    return;
+  }
+  job.rec.state = to;
+  job.rec.reason = reason;
+  if (is_terminal(to)) job.rec.finished_at = now_seconds();
+  db_.transaction([&] {
+    persist(job);
+    if (from != to) {
+      db_.add_transition(job.rec.id, {now_seconds(), std::string(state_name(from)), std::string(state_name(to)), reason,
+                                      std::max(0, job.rec.runs - 1)});
+    }
+  });
+  if (from != to)
+    spdlog::info("job {} ({}): {} → {}: {}", job.rec.id, job.rec.name, state_name(from), state_name(to), reason);
+  notify(job.rec.id);
+}
+
+int JobManager::subscribe(JobId id, std::function<void()> cb) {
+  int token = next_subscriber_++;
+  subscribers_.emplace(id, std::make_pair(token, std::move(cb)));
+  return token;
+}
+
+void JobManager::unsubscribe(int token) {
+  for (auto it = subscribers_.begin(); it != subscribers_.end(); ++it) {
+    if (it->second.first == token) {
+      subscribers_.erase(it);
+      return;
+    }
+  }
+}
+
+void JobManager::notify(JobId id) {
+  std::vector<std::pair<int, std::function<void()>>> calls;
+  auto range = subscribers_.equal_range(id);
+  for (auto it = range.first; it != range.second; ++it) calls.push_back(it->second);
+  // Defer: a follower may write to its socket or unsubscribe; never inside a state change.
+  for (auto& call : calls) {
+    asio::post(io_, [this, call] {
+      for (const auto& kv : subscribers_) {
+        if (kv.second.first == call.first) {
+          call.second();
+          return;
+        }
+      }
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submit, schedule, launch
+
+json JobManager::submit(const std::string& yaml, const std::string& file_name) {
+  JobSpec spec;
+  try {
+    spec = parse_job_spec(yaml, file_name);
+  } catch (const JobSpecError& e) {
+    json problems = json::array();
+    for (const auto& p : e.problems())
+      problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
+    throw ApiError(400, e.what(), {{"problems", problems}});
+  }
+  ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
+  if (auto why = scheduler_.never_fits(req)) throw ApiError(422, *why);
+  auto job = std::make_unique<Job>();
+  job->spec = spec;
+  job->rec.name = spec.name;
+  job->rec.spec_yaml = yaml;
+  job->rec.priority = spec.priority;
+  job->rec.submitted_at = now_seconds();
+  job->rec.reason = "queued";
+  job->rec.id = db_.insert_job(job->rec);
+  auto id = job->rec.id;
+  db_.add_transition(id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
+  ++submitted_total_;
+  auto& ref = *job;
+  jobs_[id] = std::move(job);
+  spdlog::info("job {} ({}) submitted: {} rank(s), {} GPU(s), priority {}", id, spec.name, req.slots, req.gpus,
+               spec.priority);
+  enqueue(ref);
+  return to_json(ref, false);
+}
+
+void JobManager::enqueue(Job& job) {
+  scheduler_.enqueue(job.rec.id, job.rec.priority, static_cast<std::uint64_t>(job.rec.id),
+                     {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
+  schedule();
+}
+
+void JobManager::schedule() {
+  for (const auto& p : scheduler_.schedule()) launch(find(p.id), p);
+}
+
+void JobManager::launch(Job& job, const Placement& placement) {
+  job.reset_run();
+  job.rec.runs += 1;
+  auto run_dir = config_.state_dir / "jobs" / std::to_string(job.rec.id) / fmt::format("run-{}", job.rec.runs - 1);
+  std::error_code ec;
+  fs::remove_all(run_dir, ec);  // a run directory a crash left before the pid was recorded
+  fs::create_directories(run_dir / "logs", ec);
+  std::ofstream(run_dir / "events.jsonl").flush();  // exists before the watch and the supervisor
+  job.rec.run_dir = run_dir.string();
+  job.rec.gpus = placement.gpus;
+  job.rec.slots = placement.slots;
+  job.rec.pid = 0;
+  job.rec.pid_start_time = 0;
+  job.rec.events_offset = 0;
+  job.rec.exit_code.reset();
+  if (job.rec.started_at == 0) job.rec.started_at = now_seconds();
+  set_state(job, JobState::Starting, fmt::format("starting the supervisor (run {})", job.rec.runs - 1));
+
+  LaunchContext ctx{config_.self_exe, std::to_string(job.rec.id), run_dir / "logs", run_dir / "events.jsonl",
+                    placement.gpus};
+  SpawnRequest req{launch_argv(job.spec, ctx), launch_env(job.spec, ctx), job.spec.workdir, run_dir / "supervisor.log"};
+  try {
+    job.rec.pid = spawn_supervisor(req);
+  } catch (const std::exception& e) {
+    scheduler_.release(job.rec.id);
+    set_state(job, JobState::Failed, e.what());
+    return;
+  }
+  job.rec.pid_start_time = process_start_time(job.rec.pid).value_or(0);
+  persist(job);
+  watch_run(job, true);
+  if (job.spec.timeout_s) {
+    job.timeout_timer = std::make_unique<asio::steady_timer>(io_);
+    job.timeout_timer->expires_after(std::chrono::milliseconds(static_cast<long>(*job.spec.timeout_s * 1000)));
+    job.timeout_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec2) {
+      if (ec2) return;
+      auto& j = find(id);
+      if (j.rec.pid == 0 || is_terminal(j.rec.state) || j.cancel_requested) return;
+      stop_supervisor(j, fmt::format("timed out after {}s (limits.timeout)", *j.spec.timeout_s), JobState::Failed);
+    });
+  }
+}
+
+void JobManager::watch_run(Job& job, bool own_child) {
+  job.own_child = own_child;
+  auto id = job.rec.id;
+  auto events_file = fs::path(job.rec.run_dir) / "events.jsonl";
+  job.events_watch = inotify_.watch(events_file, [this, id] { read_events(find(id)); });
+  int fd = open_pidfd(job.rec.pid);
+  if (fd < 0) {
+    // Gone already (or not visible): its event file tells the rest.
+    std::optional<int> status;
+    int st = 0;
+    if (own_child && ::waitpid(job.rec.pid, &st, 0) == job.rec.pid) status = st;
+    on_supervisor_exit(job, status);
+    return;
+  }
+  job.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  job.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
+    if (ec) return;
+    auto& j = find(id);
+    std::optional<int> status;
+    int st = 0;
+    if (j.own_child && ::waitpid(j.rec.pid, &st, 0) == j.rec.pid) status = st;
+    on_supervisor_exit(j, status);
+  });
+  read_events(job);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The supervisor's event stream
+
+void JobManager::read_events(Job& job) {
+  if (job.rec.run_dir.empty()) return;
+  std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl", std::ios::binary);
+  if (!in) return;
+  in.seekg(job.rec.events_offset);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto last_newline = data.rfind('\n');
+  if (last_newline == std::string::npos) return;  // only a partial line so far
+  std::vector<json> lines;
+  std::size_t start = 0;
+  while (start <= last_newline) {
+    auto nl = data.find('\n', start);
+    auto line = data.substr(start, nl - start);
+    start = nl + 1;
+    if (line.empty()) continue;
+    try {
+      lines.push_back(json::parse(line));
+    } catch (const std::exception& e) {
+      spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, e.what());
+    }
+  }
+  db_.transaction([&] {
+    for (const auto& ev : lines) {
+      db_.add_event(job.rec.id, {ev.value("time", now_seconds()), std::max(0, job.rec.runs - 1),
+                                 ev.value("event", std::string("unknown")),
+                                 ev.dump(-1, ' ', false, json::error_handler_t::replace)});
+    }
+    job.rec.events_offset += static_cast<std::int64_t>(last_newline + 1);
+    persist(job);
+  });
+  for (const auto& ev : lines) apply_event(job, ev);
+  notify(job.rec.id);
+}
+
+void JobManager::apply_event(Job& job, const json& ev) {
+  auto type = ev.value("event", std::string());
+  int attempt = ev.value("attempt", 0);
+  if (type == "rank_exited") {
+    std::optional<int> code;
+    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
+    if (ev.contains("signal") && ev["signal"].is_string()) code = 128 + signal_number(ev["signal"].get<std::string>());
+    if (code && *code != 0 && !job.first_failure_code) {
+      job.first_failure_code = code;
+      job.first_failure =
+          ev.contains("signal") && ev["signal"].is_string()
+              ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
+              : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code);
+    }
+  } else if (type == "restarting") {
+    job.rec.restarts += 1;
+    ++restarts_total_;
+    persist(job);
+  } else if (type == "finished") {
+    job.finished_seen = true;
+    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) job.finished_exit = ev["exit_code"].get<int>();
+  }
+  if (auto next = state_after_supervisor_event(job.rec.state, type)) {
+    std::string reason =
+        *next == JobState::Running
+            ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
+            : fmt::format("worker-group restart {} of {} after {}", attempt, job.spec.distributed.max_restarts,
+                          job.first_failure.empty() ? "a failure" : job.first_failure);
+    set_state(job, *next, reason);
+  }
+  if (type == "restarting") {
+    job.first_failure_code.reset();
+    job.first_failure.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The end of a run: success, cancel, retry or failure
+
+void JobManager::on_supervisor_exit(Job& job, std::optional<int> wait_status) {
+  read_events(job);
+  settle(job, wait_status);
+}
+
+std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
+  if (job.spec.restart.no_retry_log_patterns.empty() || job.rec.run_dir.empty()) return std::nullopt;
+  std::vector<std::regex> res;
+  for (const auto& p : job.spec.restart.no_retry_log_patterns) res.emplace_back(p);
+  auto logs = fs::path(job.rec.run_dir) / "logs";
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(logs, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    auto name = it->path().filename().string();
+    if (name != "stdout.log" && name != "stderr.log") continue;
+    auto text = read_tail(it->path(), 1 << 20);
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      if (std::regex_search(text, res[i])) return job.spec.restart.no_retry_log_patterns[i];
+    }
+  }
+  return std::nullopt;
+}
+
+void JobManager::settle(Job& job, std::optional<int> wait_status) {
+  if (job.timeout_timer) job.timeout_timer->cancel();
+  if (job.kill_timer) job.kill_timer->cancel();
+  if (job.events_watch) inotify_.unwatch(*job.events_watch);
+  job.events_watch.reset();
+  if (job.pidfd) {
+    boost::system::error_code ec;
+    job.pidfd->close(ec);
+    job.pidfd.reset();
+  }
+  scheduler_.release(job.rec.id);
+  auto pid = job.rec.pid;
+  job.rec.pid = 0;
+  if (job.finished_exit) {
+    job.rec.exit_code = job.finished_exit;
+  } else if (wait_status && WIFEXITED(*wait_status)) {
+    job.rec.exit_code = WEXITSTATUS(*wait_status);
+  } else if (wait_status && WIFSIGNALED(*wait_status)) {
+    job.rec.exit_code = 128 + WTERMSIG(*wait_status);
+  }
+  bool success = job.finished_seen ? job.finished_exit == 0 : job.rec.exit_code == 0;
+  if (success) {
+    set_state(job, JobState::Succeeded, "all ranks exited with code 0");
+  } else if (job.cancel_requested) {
+    set_state(job, job.cancel_final, job.cancel_reason);
+  } else {
+    std::string what = job.first_failure;
+    if (what.empty()) {
+      if (job.finished_seen) {
+        what = fmt::format("the supervisor exited with code {}", job.finished_exit.value_or(-1));
+      } else if (wait_status && WIFSIGNALED(*wait_status)) {
+        what = fmt::format("the supervisor (pid {}) was killed by signal {} before it finished", pid,
+                           WTERMSIG(*wait_status));
+      } else if (wait_status && WIFEXITED(*wait_status)) {
+        what =
+            fmt::format("the supervisor (pid {}) exited with code {} before it started the job (see {}/supervisor.log)",
+                        pid, WEXITSTATUS(*wait_status), job.rec.run_dir);
+      } else {
+        what = fmt::format("the supervisor (pid {}) ended without a finished event (see {}/supervisor.log)", pid,
+                           job.rec.run_dir);
+      }
+    }
+    auto decision = decide_retry(job.spec, job.rec.runs, job.first_failure_code, no_retry_match(job));
+    if (decision.retry) {
+      job.rec.restarts += 1;
+      ++restarts_total_;
+      set_state(job, JobState::Restarting, what + "; " + decision.reason);
+      job.retry_timer = std::make_unique<asio::steady_timer>(io_);
+      job.retry_timer->expires_after(std::chrono::milliseconds(static_cast<long>(decision.delay_s * 1000)));
+      job.retry_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
+        if (ec) return;
+        auto& j = find(id);
+        if (j.rec.state == JobState::Restarting && j.rec.pid == 0) enqueue(j);
+      });
+    } else {
+      set_state(job, JobState::Failed,
+                job.spec.restart.policy == RestartPolicy::Never ? what : what + "; not retried: " + decision.reason);
+    }
+  }
+  schedule();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancel and timeout
+
+void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState final_state) {
+  job.cancel_requested = true;
+  job.cancel_final = final_state;
+  job.cancel_reason = reason;
+  set_state(job, JobState::Cancelling, reason);
+  // The supervisor handles SIGTERM like torchrun: SIGTERM to every rank, SIGKILL after its grace.
+  send_signal(job.pidfd.get(), job.rec.pid, SIGTERM);
+  job.kill_timer = std::make_unique<asio::steady_timer>(io_);
+  auto grace = std::chrono::milliseconds(static_cast<long>(job.spec.distributed.shutdown_grace_s * 1000)) +
+               std::chrono::seconds(5);
+  job.kill_timer->expires_after(grace);
+  job.kill_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
+    if (ec) return;
+    auto& j = find(id);
+    if (j.rec.pid == 0) return;
+    spdlog::warn("job {}: the supervisor (pid {}) outlived its grace; killing it (its ranks die with it)", id,
+                 j.rec.pid);
+    send_signal(j.pidfd.get(), j.rec.pid, SIGKILL);
+  });
+}
+
+json JobManager::cancel(JobId id) {
+  auto& job = find(id);
+  switch (job.rec.state) {
+    case JobState::Succeeded:
+    case JobState::Failed:
+    case JobState::Cancelled:
+      throw ApiError(409, fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
+    case JobState::Cancelling: break;
+    case JobState::Pending:
+      scheduler_.dequeue(id);
+      set_state(job, JobState::Cancelled, "cancelled by request before it started");
+      break;
+    default:
+      if (job.rec.pid == 0) {  // RESTARTING: waiting out the back-off or queued for resources
+        if (job.retry_timer) job.retry_timer->cancel();
+        scheduler_.dequeue(id);
+        set_state(job, JobState::Cancelled, "cancelled by request while waiting to retry");
+      } else {
+        stop_supervisor(job, "cancelled by request", JobState::Cancelled);
+      }
+  }
+  return to_json(job, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery after a daemon restart
+
+void JobManager::recover() {
+  for (auto& rec : db_.load_jobs()) {
+    auto job = std::make_unique<Job>();
+    job->rec = std::move(rec);
+    try {
+      job->spec = parse_job_spec(job->rec.spec_yaml, fmt::format("job {}", job->rec.id));
+    } catch (const std::exception& e) {
+      job->spec_ok = false;
+      spdlog::error("job {}: its stored spec no longer parses: {}", job->rec.id, e.what());
+    }
+    ++submitted_total_;
+    restarts_total_ += static_cast<std::uint64_t>(job->rec.restarts);
+    jobs_[job->rec.id] = std::move(job);
+  }
+  std::size_t adopted = 0, settled = 0, requeued = 0;
+  for (auto& [id, jp] : jobs_) {
+    auto& job = *jp;
+    if (is_terminal(job.rec.state)) continue;
+    if (!job.spec_ok) {
+      job.rec.pid = 0;
+      set_state(job, job.rec.state == JobState::Pending ? JobState::Cancelled : JobState::Failed,
+                "its stored spec no longer parses with this ddp-launch");
+      continue;
+    }
+    // Rebuild this run's memory (failures seen, finished) from the part of its event file
+    // already applied before the crash; no state changes while replaying.
+    if (!job.rec.run_dir.empty() && job.rec.events_offset > 0) {
+      std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl");
+      std::string line;
+      std::int64_t consumed = 0;
+      auto state = job.rec.state;
+      while (consumed < job.rec.events_offset && std::getline(in, line)) {
+        consumed += static_cast<std::int64_t>(line.size()) + 1;
+        try {
+          auto ev = json::parse(line);
+          auto type = ev.value("event", std::string());
+          if (type == "restarting") {
+            job.first_failure_code.reset();
+            job.first_failure.clear();
+            continue;
+          }
+          if (type == "rank_exited" || type == "finished") {
+            auto saved = job.rec.restarts;
+            apply_event(job, ev);
+            job.rec.restarts = saved;
+          }
+        } catch (const std::exception&) {
+        }
+      }
+      job.rec.state = state;
+    }
+    if (job.rec.state == JobState::Cancelling) {
+      job.cancel_requested = true;
+      job.cancel_reason = job.rec.reason;
+      job.cancel_final = job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed : JobState::Cancelled;
+    }
+    if (job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
+      // Killed between starting the supervisor and recording its pid: processes.json names it.
+      std::ifstream in(fs::path(job.rec.run_dir) / "logs" / "processes.json");
+      try {
+        if (in) {
+          auto j = json::parse(in);
+          auto sup = j.value("supervisor", json::object());
+          job.rec.pid = sup.value("pid", 0);
+          job.rec.pid_start_time = sup.value("start_time", std::uint64_t{0});
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    if (job.rec.pid == 0) {
+      if (job.rec.state == JobState::Starting) {
+        set_state(job, JobState::Pending, "requeued: the daemon restarted before the supervisor started");
+      }
+      if (job.rec.state == JobState::Cancelling) {
+        set_state(job, JobState::Cancelled, job.cancel_reason);
+        continue;
+      }
+      scheduler_.enqueue(id, job.rec.priority, static_cast<std::uint64_t>(id),
+                         {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
+      ++requeued;
+      continue;
+    }
+    auto start = process_start_time(job.rec.pid);
+    bool alive = start && job.rec.pid_start_time != 0 && *start == job.rec.pid_start_time;
+    if (alive) {
+      int fd = open_pidfd(job.rec.pid);
+      // Checked again after opening the pidfd: the pid cannot be recycled under an open pidfd.
+      alive = fd >= 0 && process_start_time(job.rec.pid) == job.rec.pid_start_time;
+      if (fd >= 0) ::close(fd);
+    }
+    if (alive && scheduler_.hold({id, job.rec.slots, job.rec.gpus})) {
+      spdlog::info("job {}: re-adopted its supervisor (pid {}) in {}", id, job.rec.pid, job.rec.run_dir);
+      watch_run(job, false);
+      if (job.cancel_requested) {
+        send_signal(job.pidfd.get(), job.rec.pid, SIGTERM);
+      } else if (job.spec.timeout_s) {
+        double left = job.rec.started_at + *job.spec.timeout_s - now_seconds();
+        job.timeout_timer = std::make_unique<asio::steady_timer>(io_);
+        job.timeout_timer->expires_after(std::chrono::milliseconds(static_cast<long>(std::max(0.0, left) * 1000)));
+        job.timeout_timer->async_wait([this, jid = id](boost::system::error_code ec) {
+          if (ec) return;
+          auto& j = find(jid);
+          if (j.rec.pid == 0 || is_terminal(j.rec.state) || j.cancel_requested) return;
+          stop_supervisor(j, fmt::format("timed out after {}s (limits.timeout)", *j.spec.timeout_s), JobState::Failed);
+        });
+      }
+      ++adopted;
+    } else {
+      if (alive) spdlog::error("job {}: its supervisor lives but its resources are taken; settling it", id);
+      spdlog::info("job {}: its supervisor (pid {}) ended while the daemon was down; reading {}", id, job.rec.pid,
+                   job.rec.run_dir);
+      read_events(job);
+      settle(job, std::nullopt);
+      ++settled;
+    }
+  }
+  spdlog::info("recovered {} job(s): {} supervisor(s) re-adopted, {} settled from their run directory, {} queued",
+               jobs_.size(), adopted, settled, requeued);
+  schedule();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+json JobManager::to_json(const Job& job, bool detail) const {
+  const auto& r = job.rec;
+  json j{{"id", r.id},
+         {"name", r.name},
+         {"state", std::string(state_name(r.state))},
+         {"reason", r.reason},
+         {"priority", r.priority},
+         {"runs", r.runs},
+         {"restarts", r.restarts},
+         {"submitted_at", r.submitted_at},
+         {"started_at", r.started_at},
+         {"finished_at", r.finished_at},
+         {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+         {"pid", r.pid},
+         {"gpus", r.gpus},
+         {"slots", job.spec.resources.nproc_per_node},
+         {"nproc_per_node", job.spec.resources.nproc_per_node},
+         {"gpus_per_node", job.spec.resources.gpus_per_node}};
+  if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {
+    if (auto why = scheduler_.pending_reason(r.id)) j["pending_reason"] = *why;
+  }
+  if (detail) {
+    j["spec"] = r.spec_yaml;
+    j["run_dir"] = r.run_dir;
+  }
+  return j;
+}
+
+json JobManager::list(std::optional<JobState> state, std::size_t limit) const {
+  json out = json::array();
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+    if (state && it->second->rec.state != *state) continue;
+    out.push_back(to_json(*it->second, false));
+  }
+  return {{"jobs", out}, {"total", jobs_.size()}};
+}
+
+json JobManager::get(JobId id) const { return to_json(find(id), true); }
+
+json JobManager::events(JobId id) {
+  find(id);
+  json transitions = json::array();
+  for (const auto& t : db_.transitions(id)) {
+    transitions.push_back({{"time", t.time}, {"from", t.from}, {"to", t.to}, {"reason", t.reason}, {"run", t.run}});
+  }
+  json evs = json::array();
+  for (const auto& e : db_.events(id)) {
+    json data;
+    try {
+      data = json::parse(e.data_json);
+    } catch (const std::exception&) {
+      data = e.data_json;
+    }
+    data["run"] = e.run;
+    evs.push_back(data);
+  }
+  return {{"id", id}, {"transitions", transitions}, {"events", evs}};
+}
+
+std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
+  const auto& job = find(id);
+  if (job.rec.run_dir.empty()) return std::nullopt;
+  fs::path run_dir = job.rec.run_dir;
+  if (rank == "supervisor") return run_dir / "supervisor.log";
+  auto attempt = latest_attempt(run_dir / "logs");
+  if (!attempt) return std::nullopt;
+  auto p = run_dir / "logs" / fmt::format("attempt_{}", *attempt) / rank / (stream + ".log");
+  if (!fs::exists(p)) return std::nullopt;
+  return p;
+}
+
+json JobManager::job_metrics(JobId id) const {
+  const auto& job = find(id);
+  json out = json::object();
+  auto path = log_path(id, "0", "stdout");
+  std::string text = path ? read_tail(*path, 4 << 20) : "";
+  for (const auto& [name, pattern] : job.spec.metrics) {
+    std::regex re(pattern);
+    json values = json::array();
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+      try {
+        values.push_back(std::stod((*it)[1].str()));
+      } catch (const std::exception&) {
+      }
+    }
+    out[name] = values;
+  }
+  return {{"id", id}, {"source", path ? path->string() : ""}, {"metrics", out}};
+}
+
+std::string JobManager::prometheus() const {
+  std::array<int, 8> by_state{};
+  for (const auto& [id, job] : jobs_) ++by_state[static_cast<std::size_t>(job->rec.state)];
+  std::string out;
+  out += "# HELP ddpd_jobs Jobs known to the daemon, by state.\n# TYPE ddpd_jobs gauge\n";
+  for (std::size_t i = 0; i < by_state.size(); ++i) {
+    out += fmt::format("ddpd_jobs{{state=\"{}\"}} {}\n", state_name(static_cast<JobState>(i)), by_state[i]);
+  }
+  out += fmt::format(
+      "# HELP ddpd_queue_length Jobs waiting for slots or GPUs.\n# TYPE ddpd_queue_length gauge\n"
+      "ddpd_queue_length {}\n",
+      scheduler_.queue_length());
+  out += fmt::format(
+      "# HELP ddpd_slots_total CPU slots of the host.\n# TYPE ddpd_slots_total gauge\nddpd_slots_total {}\n",
+      scheduler_.slots_total());
+  out += fmt::format(
+      "# HELP ddpd_slots_in_use CPU slots held by jobs.\n# TYPE ddpd_slots_in_use gauge\n"
+      "ddpd_slots_in_use {}\n",
+      scheduler_.slots_in_use());
+  out += fmt::format("# HELP ddpd_gpus_total GPUs of the host.\n# TYPE ddpd_gpus_total gauge\nddpd_gpus_total {}\n",
+                     scheduler_.gpus_total());
+  out += fmt::format("# HELP ddpd_gpus_in_use GPUs held by jobs.\n# TYPE ddpd_gpus_in_use gauge\nddpd_gpus_in_use {}\n",
+                     scheduler_.gpus_in_use());
+  out += fmt::format(
+      "# HELP ddpd_job_restarts_total Worker-group restarts and daemon retries, all jobs.\n"
+      "# TYPE ddpd_job_restarts_total counter\nddpd_job_restarts_total {}\n",
+      restarts_total_);
+  out += fmt::format(
+      "# HELP ddpd_jobs_submitted_total Jobs submitted.\n# TYPE ddpd_jobs_submitted_total counter\n"
+      "ddpd_jobs_submitted_total {}\n",
+      submitted_total_);
+  out += fmt::format(
+      "# HELP ddpd_http_requests_total HTTP requests served.\n# TYPE ddpd_http_requests_total counter\n"
+      "ddpd_http_requests_total {}\n",
+      http_requests);
+  return out;
+}
+
+}  // namespace ddp::jobs

@@ -1,0 +1,102 @@
+#pragma once
+// JobManager: the daemon's jobs on its one Asio loop. It ties the pure cores (JobSpec,
+// Scheduler, JobState) to the shells: JobDb (every change is committed before it is acted on),
+// the local executor (one `ddp-launch run` supervisor per run of a job, in its own session),
+// pidfds (a supervisor's exit, child or re-adopted) and inotify (its event file).
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "jobs/inotify.hpp"
+#include "jobs/job_db.hpp"
+#include "jobs/job_spec.hpp"
+#include "jobs/scheduler.hpp"
+
+namespace ddp::jobs {
+
+struct DaemonConfig {
+  std::filesystem::path state_dir;  // jobs.db, jobs/<id>/run-<n>/…, token
+  std::string self_exe;             // the ddp-launch binary supervisors are started from
+  HostInventory inventory;
+};
+
+// An API-level failure: HTTP status + message (the daemon answers it as JSON).
+struct ApiError : std::runtime_error {
+  ApiError(int s, const std::string& m, nlohmann::json d = nullptr)
+      : std::runtime_error(m), status(s), detail(std::move(d)) {}
+  int status;
+  nlohmann::json detail;
+};
+
+class JobManager {
+ public:
+  JobManager(boost::asio::io_context& io, DaemonConfig config);
+  ~JobManager();
+
+  // Loads the database; re-adopts live supervisors, settles the ones that ended meanwhile,
+  // requeues what was waiting; then starts what fits.
+  void recover();
+
+  // API operations (throw ApiError for the client's mistakes).
+  nlohmann::json submit(const std::string& yaml, const std::string& file_name);
+  nlohmann::json list(std::optional<JobState> state, std::size_t limit) const;
+  nlohmann::json get(JobId id) const;
+  nlohmann::json cancel(JobId id);
+  nlohmann::json events(JobId id);
+  nlohmann::json job_metrics(JobId id) const;
+  std::string prometheus() const;
+
+  // The log file of `rank` ("supervisor" for the supervisor's own output) in the job's latest
+  // run and latest attempt; nullopt while it does not exist yet.
+  std::optional<std::filesystem::path> log_path(JobId id, const std::string& rank, const std::string& stream) const;
+  bool exists(JobId id) const { return jobs_.count(id) > 0; }
+  bool is_finished(JobId id) const;
+
+  // Called after any change of job `id` (log followers re-check their file).
+  int subscribe(JobId id, std::function<void()> cb);
+  void unsubscribe(int token);
+  Inotify& inotify() { return inotify_; }
+
+  std::uint64_t http_requests = 0;
+
+ private:
+  struct Job;
+  void set_state(Job& job, JobState to, const std::string& reason);
+  void persist(Job& job);
+  void schedule();
+  void launch(Job& job, const Placement& placement);
+  void watch_run(Job& job, bool own_child);
+  void read_events(Job& job);
+  void apply_event(Job& job, const nlohmann::json& event);
+  void on_supervisor_exit(Job& job, std::optional<int> wait_status);
+  void settle(Job& job, std::optional<int> wait_status);
+  void stop_supervisor(Job& job, const std::string& reason, JobState final_state);
+  std::optional<std::string> no_retry_match(const Job& job) const;
+  nlohmann::json to_json(const Job& job, bool detail) const;
+  void notify(JobId id);
+  void enqueue(Job& job);
+  Job& find(JobId id);
+  const Job& find(JobId id) const;
+
+  boost::asio::io_context& io_;
+  DaemonConfig config_;
+  JobDb db_;
+  Scheduler scheduler_;
+  Inotify inotify_;
+  std::map<JobId, std::unique_ptr<Job>> jobs_;
+  std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
+  int next_subscriber_ = 1;
+  std::uint64_t submitted_total_ = 0;
+  std::uint64_t restarts_total_ = 0;
+};
+
+double now_seconds();
+
+}  // namespace ddp::jobs

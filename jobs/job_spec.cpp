@@ -1,0 +1,617 @@
+#include "jobs/job_spec.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <regex>
+#include <set>
+#include <tuple>
+
+#include "common/env_contract.hpp"
+
+namespace ddp::jobs {
+
+namespace {
+
+std::string format_problems(const std::string& file, const std::vector<SpecProblem>& problems) {
+  std::string out;
+  for (const auto& p : problems) {
+    if (!out.empty()) out += "\n";
+    if (p.line > 0) {
+      out += fmt::format("{}:{}:{}: {}", file, p.line, p.column, p.message);
+    } else {
+      out += fmt::format("{}: {}", file, p.message);
+    }
+  }
+  return out;
+}
+
+const char* kind_name(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+// Walks the document, recording problems instead of stopping at the first one.
+class Reader {
+ public:
+  std::vector<SpecProblem> problems;
+
+  void problem(const YAML::Node& at, std::string message) {
+    auto m = at.Mark();
+    if (m.is_null()) {
+      problems.push_back({0, 0, std::move(message)});
+    } else {
+      problems.push_back({m.line + 1, m.column + 1, std::move(message)});
+    }
+  }
+
+  // Calls handler(key, value) for each known key; unknown keys are problems naming the known ones.
+  void map(const YAML::Node& node, const std::string& where,
+           const std::map<std::string, std::function<void(const YAML::Node&)>>& fields) {
+    if (!node.IsMap()) {
+      problem(node, fmt::format("{} must be a mapping (key: value lines), not {}", where, kind_name(node)));
+      return;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        problem(it->first, fmt::format("{}: keys must be plain names", where));
+        continue;
+      }
+      auto key = it->first.Scalar();
+      auto f = fields.find(key);
+      if (f == fields.end()) {
+        std::string known;
+        for (const auto& [k, _] : fields) known += (known.empty() ? "" : ", ") + k;
+        problem(it->first, fmt::format("unknown key '{}' in {}; expected one of: {}", key, where, known));
+        continue;
+      }
+      f->second(it->second);
+    }
+  }
+
+  std::optional<std::string> string(const YAML::Node& n, const std::string& what, const char* expected) {
+    if (!n.IsScalar()) {
+      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<long long> integer(const YAML::Node& n, const std::string& what, long long lo, long long hi) {
+    auto expected = fmt::format("an integer from {} to {}", lo, hi);
+    if (!n.IsScalar()) {
+      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
+      return std::nullopt;
+    }
+    const auto& s = n.Scalar();
+    try {
+      std::size_t used = 0;
+      long long v = std::stoll(s, &used);
+      if (used == s.size() && v >= lo && v <= hi) return v;
+    } catch (const std::exception&) {
+    }
+    problem(n, fmt::format("{} must be {}, not '{}'", what, expected, s));
+    return std::nullopt;
+  }
+
+  std::optional<double> number(const YAML::Node& n, const std::string& what, double lo) {
+    auto expected = fmt::format("a number ≥ {}", lo);
+    if (!n.IsScalar()) {
+      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
+      return std::nullopt;
+    }
+    const auto& s = n.Scalar();
+    try {
+      std::size_t used = 0;
+      double v = std::stod(s, &used);
+      if (used == s.size() && std::isfinite(v) && v >= lo) return v;
+    } catch (const std::exception&) {
+    }
+    problem(n, fmt::format("{} must be {}, not '{}'", what, expected, s));
+    return std::nullopt;
+  }
+
+  std::optional<double> duration(const YAML::Node& n, const std::string& what) {
+    const char* expected = "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds";
+    if (!n.IsScalar()) {
+      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
+      return std::nullopt;
+    }
+    auto d = parse_duration(n.Scalar());
+    if (!d) problem(n, fmt::format("{} must be {}, not '{}'", what, expected, n.Scalar()));
+    return d;
+  }
+
+  std::optional<std::vector<std::string>> strings(const YAML::Node& n, const std::string& what, const char* example) {
+    if (!n.IsSequence()) {
+      problem(n, fmt::format("{} must be a list of strings, e.g. {}, not {}", what, example, kind_name(n)));
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    for (const auto& item : n) {
+      if (!item.IsScalar()) {
+        problem(item, fmt::format("{}: every item must be a string, not {}", what, kind_name(item)));
+        return std::nullopt;
+      }
+      out.push_back(item.Scalar());
+    }
+    return out;
+  }
+
+  std::optional<std::string> choice(const YAML::Node& n, const std::string& what, std::vector<std::string> allowed) {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : " | ") + a;
+    auto s = string(n, what, list.c_str());
+    if (!s) return std::nullopt;
+    if (std::find(allowed.begin(), allowed.end(), *s) == allowed.end()) {
+      problem(n, fmt::format("{} must be one of {}, not '{}'", what, list, *s));
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  // A regex checked to compile; `groups` capture groups at least.
+  std::optional<std::string> regex(const YAML::Node& n, const std::string& what, unsigned groups) {
+    auto s = string(n, what, "a regular expression (ECMAScript syntax)");
+    if (!s) return std::nullopt;
+    try {
+      std::regex re(*s);
+      if (re.mark_count() < groups) {
+        problem(n, fmt::format("{} must have a capture group around the number, e.g. 'loss=([0-9.eE+-]+)'", what));
+        return std::nullopt;
+      }
+    } catch (const std::regex_error& e) {
+      problem(n, fmt::format("{} is not a valid regular expression: {}", what, e.what()));
+      return std::nullopt;
+    }
+    return s;
+  }
+};
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+bool valid_env_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::optional<ExitCodeRange> parse_exit_range(const std::string& s) {
+  auto parse_int = [](const std::string& t) -> std::optional<int> {
+    if (t.empty() || t.size() > 3 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    int v = std::stoi(t);
+    if (v > 255) return std::nullopt;
+    return v;
+  };
+  auto dash = s.find('-');
+  if (dash == std::string::npos) {
+    auto v = parse_int(s);
+    if (!v) return std::nullopt;
+    return ExitCodeRange{*v, *v};
+  }
+  auto a = parse_int(s.substr(0, dash));
+  auto b = parse_int(s.substr(dash + 1));
+  if (!a || !b || *a > *b) return std::nullopt;
+  return ExitCodeRange{*a, *b};
+}
+
+std::string format_seconds(double s) {
+  if (s == std::floor(s)) return fmt::format("{}", static_cast<long long>(s));
+  return fmt::format("{}", s);
+}
+
+}  // namespace
+
+JobSpecError::JobSpecError(std::string file, std::vector<SpecProblem> problems)
+    : UsageError(format_problems(file, problems)), file_(std::move(file)), problems_(std::move(problems)) {}
+
+std::optional<double> parse_duration(std::string_view text) {
+  std::string s(text);
+  if (s.empty()) return std::nullopt;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!std::isfinite(v) || v < 0) return std::nullopt;
+  auto unit = s.substr(used);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v / 1000;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  if (unit == "d") return v * 86400;
+  return std::nullopt;
+}
+
+std::vector<std::string> JobSpec::worker_argv() const {
+  if (!shell.empty()) return {"/bin/sh", "-c", shell};
+  auto argv = command;
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    throw JobSpecError(file, {{e.mark.line + 1, e.mark.column + 1, "not valid YAML: " + e.msg}});
+  }
+  JobSpec spec;
+  Reader r;
+  if (!root.IsMap()) {
+    throw JobSpecError(file,
+                       {{1, 1, "a job file is a YAML mapping with at least name: and command: (see jobs/README.md)"}});
+  }
+  bool has_command = false;
+  r.map(
+      root, "the job",
+      {
+          {"apiVersion",
+           [&](const YAML::Node& n) {
+             if (auto v = r.choice(n, "apiVersion", {"ddp/v1"})) spec.api_version = *v;
+           }},
+          {"name",
+           [&](const YAML::Node& n) {
+             auto v = r.string(n, "name", "a name of letters, digits, '-', '_' or '.' (at most 63)");
+             if (v && !valid_name(*v)) {
+               r.problem(n, fmt::format("name '{}' must start with a letter or digit and hold only letters, digits, "
+                                        "'-', '_' or '.' (at most 63)",
+                                        *v));
+             } else if (v) {
+               spec.name = *v;
+             }
+           }},
+          {"command",
+           [&](const YAML::Node& n) {
+             has_command = true;
+             if (n.IsScalar()) {
+               r.problem(n,
+                         "command must be an argv list, e.g. [/usr/bin/python3, train.py]; to run a string through "
+                         "/bin/sh say so with shell: '...' instead of command:");
+               return;
+             }
+             if (auto v = r.strings(n, "command", "[/usr/bin/python3, train.py]")) {
+               if (v->empty()) {
+                 r.problem(n, "command must hold at least the program, e.g. [/usr/bin/python3, train.py]");
+               } else if (v->front().empty() || v->front()[0] == '-') {
+                 r.problem(n, fmt::format("command must start with the program to run, not '{}'", v->front()));
+               }
+               spec.command = *v;
+             }
+           }},
+          {"shell",
+           [&](const YAML::Node& n) {
+             if (auto v = r.string(n, "shell", "a command line for /bin/sh -c")) {
+               if (v->empty()) r.problem(n, "shell must not be empty");
+               spec.shell = *v;
+             }
+           }},
+          {"args",
+           [&](const YAML::Node& n) {
+             if (auto v = r.strings(n, "args", "[--epochs, '10']")) spec.args = *v;
+           }},
+          {"workdir",
+           [&](const YAML::Node& n) {
+             if (auto v = r.string(n, "workdir", "an absolute directory path")) {
+               if (v->empty() || (*v)[0] != '/') {
+                 r.problem(n, fmt::format("workdir must be an absolute path, not '{}'", *v));
+               } else {
+                 spec.workdir = *v;
+               }
+             }
+           }},
+          {"env",
+           [&](const YAML::Node& n) {
+             if (!n.IsMap()) {
+               r.problem(n, fmt::format("env must be a mapping NAME: value, not {}", kind_name(n)));
+               return;
+             }
+             for (auto it = n.begin(); it != n.end(); ++it) {
+               auto key = it->first.IsScalar() ? it->first.Scalar() : "";
+               if (!valid_env_name(key)) {
+                 r.problem(it->first, fmt::format("env: '{}' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", key));
+                 continue;
+               }
+               if (auto v = r.string(it->second, "env." + key, "a string, number or boolean")) spec.env[key] = *v;
+             }
+           }},
+          {"resources",
+           [&](const YAML::Node& n) {
+             r.map(n, "resources",
+                   {
+                       {"nodes",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.integer(v, "resources.nodes", 1, 1))
+                            spec.resources.nodes = static_cast<int>(*x);
+                        }},
+                       {"nproc_per_node",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.integer(v, "resources.nproc_per_node", 1, 1024)) {
+                            spec.resources.nproc_per_node = static_cast<int>(*x);
+                          }
+                        }},
+                       {"gpus_per_node",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.integer(v, "resources.gpus_per_node", 0, 1024)) {
+                            spec.resources.gpus_per_node = static_cast<int>(*x);
+                          }
+                        }},
+                   });
+           }},
+          {"distributed",
+           [&](const YAML::Node& n) {
+             auto& d = spec.distributed;
+             r.map(n, "distributed",
+                   {
+                       {"backend",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.choice(v, "distributed.backend", {"gloo", "nccl"})) d.backend = *x;
+                        }},
+                       {"store",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.choice(v, "distributed.store", {"agent", "rank0", "file"})) d.store = *x;
+                        }},
+                       {"max_restarts",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.integer(v, "distributed.max_restarts", 0, 1000))
+                            d.max_restarts = static_cast<int>(*x);
+                        }},
+                       {"shutdown_grace",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.duration(v, "distributed.shutdown_grace")) d.shutdown_grace_s = *x;
+                        }},
+                       {"batch_policy",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.choice(v, "distributed.batch_policy", {"global_batch", "per_rank_batch"})) {
+                            d.batch_policy =
+                                *x == "global_batch" ? BatchPolicy::GlobalBatch : BatchPolicy::PerRankBatch;
+                          }
+                        }},
+                       {"batch_size",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.integer(v, "distributed.batch_size", 1, 1 << 30))
+                            d.batch_size = static_cast<int>(*x);
+                        }},
+                   });
+             if (n.IsMap() && (d.batch_policy != BatchPolicy::None) != (d.batch_size > 0)) {
+               r.problem(n,
+                         "distributed: batch_policy and batch_size go together, e.g. batch_policy: global_batch "
+                         "with batch_size: 256");
+             }
+           }},
+          {"restart",
+           [&](const YAML::Node& n) {
+             auto& rs = spec.restart;
+             r.map(n, "restart",
+                   {
+                       {"policy",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.choice(v, "restart.policy", {"never", "on-failure", "exit-code"})) {
+                            rs.policy = *x == "never"        ? RestartPolicy::Never
+                                        : *x == "on-failure" ? RestartPolicy::OnFailure
+                                                             : RestartPolicy::ExitCode;
+                          }
+                        }},
+                       {"max_retries",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.integer(v, "restart.max_retries", 0, 1000))
+                            rs.max_retries = static_cast<int>(*x);
+                        }},
+                       {"backoff",
+                        [&](const YAML::Node& v) {
+                          r.map(v, "restart.backoff",
+                                {
+                                    {"initial",
+                                     [&](const YAML::Node& b) {
+                                       if (auto x = r.duration(b, "restart.backoff.initial")) rs.backoff_initial_s = *x;
+                                     }},
+                                    {"max",
+                                     [&](const YAML::Node& b) {
+                                       if (auto x = r.duration(b, "restart.backoff.max")) rs.backoff_max_s = *x;
+                                     }},
+                                    {"factor",
+                                     [&](const YAML::Node& b) {
+                                       if (auto x = r.number(b, "restart.backoff.factor", 1)) rs.backoff_factor = *x;
+                                     }},
+                                });
+                        }},
+                       {"retryable_exit_codes",
+                        [&](const YAML::Node& v) {
+                          if (!v.IsSequence()) {
+                            r.problem(
+                                v, fmt::format("restart.retryable_exit_codes must be a list of codes or ranges, e.g. "
+                                               "[1, 128-255], not {}",
+                                               kind_name(v)));
+                            return;
+                          }
+                          rs.retryable_exit_codes.clear();
+                          for (const auto& item : v) {
+                            auto range = item.IsScalar() ? parse_exit_range(item.Scalar()) : std::nullopt;
+                            if (!range) {
+                              r.problem(item, fmt::format(
+                                                  "restart.retryable_exit_codes: '{}' is not a code 0..255 or a range "
+                                                  "such as 128-255",
+                                                  item.IsScalar() ? item.Scalar() : kind_name(item)));
+                            } else {
+                              rs.retryable_exit_codes.push_back(*range);
+                            }
+                          }
+                        }},
+                       {"no_retry_log_patterns",
+                        [&](const YAML::Node& v) {
+                          if (!v.IsSequence()) {
+                            r.problem(v, fmt::format("restart.no_retry_log_patterns must be a list of regexes, e.g. "
+                                                     "['CUDA out of memory'], not {}",
+                                                     kind_name(v)));
+                            return;
+                          }
+                          for (const auto& item : v) {
+                            if (auto x = r.regex(item, "restart.no_retry_log_patterns item", 0)) {
+                              rs.no_retry_log_patterns.push_back(*x);
+                            }
+                          }
+                        }},
+                   });
+           }},
+          {"limits",
+           [&](const YAML::Node& n) {
+             r.map(n, "limits",
+                   {
+                       {"timeout",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.duration(v, "limits.timeout")) {
+                            if (*x <= 0) {
+                              r.problem(v, "limits.timeout must be more than 0");
+                            } else {
+                              spec.timeout_s = *x;
+                            }
+                          }
+                        }},
+                   });
+           }},
+          {"priority",
+           [&](const YAML::Node& n) {
+             if (auto x = r.integer(n, "priority (higher runs first)", -1000, 1000))
+               spec.priority = static_cast<int>(*x);
+           }},
+          {"metrics",
+           [&](const YAML::Node& n) {
+             if (!n.IsMap()) {
+               r.problem(n,
+                         fmt::format("metrics must be a mapping name: 'regex with one (group)', not {}", kind_name(n)));
+               return;
+             }
+             for (auto it = n.begin(); it != n.end(); ++it) {
+               auto key = it->first.IsScalar() ? it->first.Scalar() : "";
+               if (!valid_env_name(key)) {
+                 r.problem(it->first, fmt::format("metrics: '{}' is not a metric name ([A-Za-z_][A-Za-z0-9_]*)", key));
+                 continue;
+               }
+               if (auto x = r.regex(it->second, "metrics." + key, 1)) spec.metrics[key] = *x;
+             }
+           }},
+          {"executor",
+           [&](const YAML::Node& n) {
+             auto v = r.string(n, "executor", "local");
+             if (v && *v == "slurm") {
+               r.problem(n, "executor 'slurm' is reserved but not available yet; use executor: local");
+             } else if (v && *v != "local") {
+               r.problem(n, fmt::format("executor must be local (slurm is reserved), not '{}'", *v));
+             } else if (v) {
+               spec.executor = *v;
+             }
+           }},
+      });
+  if (spec.name.empty() && !root["name"]) r.problems.push_back({1, 1, "missing name: (e.g. name: resnet-ddp)"});
+  if (!spec.shell.empty() && has_command) {
+    r.problem(root["shell"], "give either command: (an argv list) or shell: (a /bin/sh command line), not both");
+  } else if (spec.shell.empty() && !has_command && !root["shell"]) {
+    r.problems.push_back({1, 1, "missing command: (an argv list, e.g. command: [/usr/bin/python3, train.py])"});
+  }
+  if (!spec.shell.empty() && !spec.args.empty()) {
+    r.problem(root["args"], "args: go with command:, not with shell: (put them in the shell line)");
+  }
+  if (spec.restart.backoff_max_s < spec.restart.backoff_initial_s && root["restart"]) {
+    r.problem(root["restart"], "restart.backoff.max must be at least restart.backoff.initial");
+  }
+  if (!r.problems.empty()) {
+    std::stable_sort(r.problems.begin(), r.problems.end(), [](const SpecProblem& a, const SpecProblem& b) {
+      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    });
+    throw JobSpecError(file, std::move(r.problems));
+  }
+  return spec;
+}
+
+std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& ctx) {
+  const auto& d = spec.distributed;
+  std::vector<std::string> argv = {
+      ctx.self_exe,
+      "run",
+      "--nnodes",
+      std::to_string(spec.resources.nodes),
+      "--nproc-per-node",
+      std::to_string(spec.resources.nproc_per_node),
+      "--max-restarts",
+      std::to_string(d.max_restarts),
+      "--shutdown-grace",
+      format_seconds(d.shutdown_grace_s),
+      "--store",
+      d.store,
+      "--backend",
+      d.backend,
+      "--rdzv-id",
+      "job-" + ctx.job_id,
+      "--log-dir",
+      ctx.log_dir.string(),
+      // Ranks' output goes to their files only: the supervisor's own log stays readable.
+      "--redirects",
+      "3",
+      "--events",
+      ctx.events_path.string(),
+      // No "--": `run` takes everything from the first positional on as the worker's argv.
+      "--no-python",
+  };
+  auto worker = spec.worker_argv();
+  argv.insert(argv.end(), worker.begin(), worker.end());
+  return argv;
+}
+
+std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchContext& ctx) {
+  std::map<std::string, std::string> env;
+  env[std::string(env::kPythonUnbuffered)] = "1";  // or Python's output reaches the logs late
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  std::string gpus;
+  for (int g : ctx.gpu_indices) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  // Always set: a job without GPUs must not see (and grab) the host's.
+  env[std::string(env::kCudaVisibleDevices)] = gpus;
+  if (!ctx.gpu_indices.empty()) env[std::string(env::kCudaDeviceOrder)] = "PCI_BUS_ID";  // NVML's numbering
+  if (spec.distributed.batch_policy == BatchPolicy::GlobalBatch) {
+    env[std::string(env::kGlobalBatch)] = std::to_string(spec.distributed.batch_size);
+  } else if (spec.distributed.batch_policy == BatchPolicy::PerRankBatch) {
+    env[std::string(env::kPerRankBatch)] = std::to_string(spec.distributed.batch_size);
+  }
+  env[std::string(env::kJobId)] = ctx.job_id;
+  return env;
+}
+
+RetryDecision decide_retry(const JobSpec& spec, int runs_so_far, std::optional<int> exit_code,
+                           const std::optional<std::string>& log_match) {
+  const auto& r = spec.restart;
+  if (r.policy == RestartPolicy::Never) return {false, 0, "restart.policy is never"};
+  if (log_match) return {false, 0, fmt::format("the log matched no-retry pattern '{}'", *log_match)};
+  int retries_done = runs_so_far - 1;
+  if (retries_done >= r.max_retries) {
+    return {false, 0, fmt::format("retries exhausted ({} of {})", retries_done, r.max_retries)};
+  }
+  if (r.policy == RestartPolicy::ExitCode) {
+    bool retryable = exit_code && std::any_of(r.retryable_exit_codes.begin(), r.retryable_exit_codes.end(),
+                                              [&](const ExitCodeRange& x) { return x.contains(*exit_code); });
+    if (!retryable) {
+      return {false, 0, exit_code ? fmt::format("exit code {} is not retryable", *exit_code) : "exit code unknown"};
+    }
+  }
+  double delay = r.backoff_initial_s * std::pow(r.backoff_factor, retries_done);
+  delay = std::min(delay, r.backoff_max_s);
+  return {true, delay, fmt::format("retry {} of {} in {}s", retries_done + 1, r.max_retries, format_seconds(delay))};
+}
+
+}  // namespace ddp::jobs

@@ -1,0 +1,122 @@
+#pragma once
+// JobSpec: a job YAML file as a value (pure: no files, processes or clocks). The schema is
+// documented with an example per feature in jobs/README.md. Parsing collects every problem it
+// finds, each with file:line:column and the expected form, and throws them together.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace ddp::jobs {
+
+enum class BatchPolicy { None, GlobalBatch, PerRankBatch };
+// never: the daemon never relaunches; on-failure: any failure is retried up to max_retries;
+// exit-code: only failures whose exit code is in retryable_exit_codes (Kubeflow's ExitCode).
+enum class RestartPolicy { Never, OnFailure, ExitCode };
+
+struct ExitCodeRange {
+  int first = 0;
+  int last = 0;
+  bool contains(int code) const { return code >= first && code <= last; }
+};
+
+struct JobResources {
+  int nodes = 1;           // only 1 for now (one supervisor per job, on this host)
+  int nproc_per_node = 1;  // ranks; each takes one CPU slot of the host
+  int gpus_per_node = 0;   // whole GPUs, never shared with another job
+};
+
+struct JobDistributed {
+  std::string backend = "gloo";  // gloo | nccl: the {backend} placeholder of `ddp-launch run`
+  std::string store = "agent";   // agent | rank0 | file: `ddp-launch run --store`
+  int max_restarts = 0;          // worker-group restarts inside one supervisor (torchrun's)
+  double shutdown_grace_s = 30;  // SIGTERM → SIGKILL when a group is stopped
+  BatchPolicy batch_policy = BatchPolicy::None;
+  int batch_size = 0;  // the global or per-rank batch, per batch_policy
+};
+
+struct JobRestart {
+  RestartPolicy policy = RestartPolicy::Never;
+  int max_retries = 0;  // daemon-level relaunches of the whole job (a new supervisor each)
+  double backoff_initial_s = 10;
+  double backoff_max_s = 300;
+  double backoff_factor = 2;
+  std::vector<ExitCodeRange> retryable_exit_codes{{128, 255}};
+  std::vector<std::string> no_retry_log_patterns;  // ECMAScript regexes searched in the ranks' logs
+};
+
+struct JobSpec {
+  std::string api_version = "ddp/v1";
+  std::string name;
+  std::vector<std::string> command;  // argv; empty when `shell` is used
+  std::string shell;                 // run through /bin/sh -c, only when asked for
+  std::vector<std::string> args;
+  std::string workdir;
+  std::map<std::string, std::string> env;
+  JobResources resources;
+  JobDistributed distributed;
+  JobRestart restart;
+  std::optional<double> timeout_s;             // limits.timeout
+  int priority = 0;                            // HIGHER runs first; FIFO among equals
+  std::map<std::string, std::string> metrics;  // name → regex with one capture group (a number)
+  std::string executor = "local";              // local; slurm is reserved
+
+  // The argv the job runs (command + args, or /bin/sh -c shell).
+  std::vector<std::string> worker_argv() const;
+};
+
+struct SpecProblem {
+  int line = 0;  // 1-based; 0 when the position is unknown
+  int column = 0;
+  std::string message;
+};
+
+class JobSpecError : public UsageError {
+ public:
+  JobSpecError(std::string file, std::vector<SpecProblem> problems);
+  const std::vector<SpecProblem>& problems() const { return problems_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::vector<SpecProblem> problems_;
+};
+
+// YAML text → JobSpec; `file` names the source in error messages ("job.yaml", "<request body>").
+JobSpec parse_job_spec(std::string_view yaml, const std::string& file);
+
+// "10s", "5m", "1.5h", "2d", "250ms" or a bare number of seconds; nullopt when malformed.
+std::optional<double> parse_duration(std::string_view text);
+
+// Where and as what the daemon launches one run of a job.
+struct LaunchContext {
+  std::string self_exe;               // the ddp-launch binary (/proc/self/exe)
+  std::string job_id;                 // becomes --rdzv-id job-<id>
+  std::filesystem::path log_dir;      // --log-dir: attempt_<k>/<local_rank>/{stdout,stderr}.log
+  std::filesystem::path events_path;  // --events
+  std::vector<int> gpu_indices;       // host GPUs given to the job
+};
+
+// JobSpec + context → the `ddp-launch run …` argv that runs the job (pure).
+std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& ctx);
+
+// Variables the daemon adds to (or overrides in) the supervisor's environment: the job's env,
+// CUDA_VISIBLE_DEVICES for its GPUs (empty string when it has none), the batch policy, the job id.
+std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchContext& ctx);
+
+// Whether a failed run is relaunched, and after how long.
+struct RetryDecision {
+  bool retry = false;
+  double delay_s = 0;
+  std::string reason;  // why not (or why), for the job's reason field
+};
+// `runs_so_far`: runs launched, the failed one included. `exit_code`: the first failing rank's
+// code (128+signal for a signal), nullopt if unknown. `log_match`: a no-retry pattern that matched.
+RetryDecision decide_retry(const JobSpec& spec, int runs_so_far, std::optional<int> exit_code,
+                           const std::optional<std::string>& log_match);
+
+}  // namespace ddp::jobs

@@ -1,0 +1,90 @@
+#include "jobs/local_executor.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.hpp"
+
+extern char** environ;
+
+namespace ddp::jobs {
+
+pid_t spawn_supervisor(const SpawnRequest& request) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : request.env_overrides) env[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = request.argv;
+  std::vector<char*> argv;
+  for (auto& s : argv_copy) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, request.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Nothing of the daemon leaks into the job: an inherited listening socket would keep answering
+  // for a dead daemon, and its lock would block the next one.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  if (!request.workdir.empty()) posix_spawn_file_actions_addchdir_np(&actions, request.workdir.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigfillset(&defaults);
+  sigdelset(&defaults, SIGKILL);
+  sigdelset(&defaults, SIGSTOP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  // Its own session: signals meant for the daemon (a terminal's Ctrl-C) do not reach the job,
+  // and it lives on when the daemon dies.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    throw Error(fmt::format("cannot start the supervisor {} (workdir '{}'): {}", request.argv[0],
+                            request.workdir.string(), std::strerror(rc)));
+  }
+  return pid;
+}
+
+std::optional<std::uint64_t> process_start_time(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!in || !std::getline(in, text)) return std::nullopt;
+  // The command name (field 2) may hold spaces and parentheses: fields after the last ')'.
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  // rest starts at field 3 (state); start time is field 22.
+  for (int i = 3; i < 22; ++i) rest >> field;
+  std::uint64_t start = 0;
+  if (!(rest >> start)) return std::nullopt;
+  if (text.substr(close + 2, 1) == "Z") return std::nullopt;  // a zombie has exited
+  return start;
+}
+
+int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+}  // namespace ddp::jobs

@@ -1,0 +1,91 @@
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "jobs/job_db.hpp"
+
+using namespace ddp::jobs;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("ddp-jobdb-test-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+}  // namespace
+
+TEST_CASE("jobs, transitions and events survive closing and reopening the database") {
+  TempDir dir;
+  auto file = dir.path / "jobs.db";
+  JobId id = 0;
+  {
+    JobDb db(file);
+    CHECK(db.schema_version() == kJobDbSchemaVersion);
+    JobRecord r;
+    r.name = "a";
+    r.spec_yaml = "name: a\ncommand: [x]\n";
+    r.priority = 3;
+    r.submitted_at = 100;
+    id = db.insert_job(r);
+    CHECK(id == 1);
+    r.id = id;
+    db.transaction([&] {
+      r.state = JobState::Running;
+      r.pid = 4242;
+      r.pid_start_time = 99;
+      r.gpus = {0, 1};
+      r.slots = 2;
+      r.runs = 1;
+      r.exit_code = 3;
+      r.events_offset = 512;
+      r.run_dir = "/x/run-0";
+      db.update_job(r);
+      db.add_transition(id, {101, "PENDING", "RUNNING", "started", 0});
+    });
+    db.add_event(id, {102, 0, "rank_started", R"({"pid":5})"});
+    db.add_event(id, {103, 0, "finished", R"({"exit_code":0})"});
+  }
+  JobDb db(file);
+  auto jobs = db.load_jobs();
+  REQUIRE(jobs.size() == 1);
+  const auto& r = jobs[0];
+  CHECK(r.name == "a");
+  CHECK(r.state == JobState::Running);
+  CHECK(r.pid == 4242);
+  CHECK(r.pid_start_time == 99);
+  CHECK(r.gpus == std::vector<int>{0, 1});
+  CHECK(*r.exit_code == 3);
+  CHECK(r.events_offset == 512);
+  CHECK(r.run_dir == "/x/run-0");
+  CHECK(db.transitions(id).at(0).to == "RUNNING");
+  CHECK(db.events(id).size() == 2);
+  CHECK(db.events(id, std::string("finished")).at(0).data_json == R"({"exit_code":0})");
+}
+
+TEST_CASE("a failed transaction leaves nothing behind") {
+  TempDir dir;
+  JobDb db(dir.path / "jobs.db");
+  JobRecord r;
+  r.name = "a";
+  r.spec_yaml = "x";
+  CHECK_THROWS(db.transaction([&] {
+    db.insert_job(r);
+    throw std::runtime_error("boom");
+  }));
+  CHECK(db.load_jobs().empty());
+}
+
+TEST_CASE("a database from a newer ddp-launch is refused, naming the versions") {
+  TempDir dir;
+  auto file = dir.path / "jobs.db";
+  { JobDb db(file); }
+  sqlite3* raw = nullptr;
+  sqlite3_open(file.c_str(), &raw);
+  sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  CHECK_THROWS_WITH_AS(JobDb{file}, doctest::Contains("schema version 99"), ddp::Error);
+}

@@ -1,0 +1,216 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "jobs/job_spec.hpp"
+
+using namespace ddp::jobs;
+
+namespace {
+// The parse error's message, or "" when the text parses.
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_job_spec(yaml, "job.yaml");
+  } catch (const JobSpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("the smallest job: name and command, defaults everywhere else") {
+  auto s = parse_job_spec("name: tiny\ncommand: [/usr/bin/python3, train.py]\n", "job.yaml");
+  CHECK(s.name == "tiny");
+  CHECK(s.command == std::vector<std::string>{"/usr/bin/python3", "train.py"});
+  CHECK(s.resources.nproc_per_node == 1);
+  CHECK(s.resources.gpus_per_node == 0);
+  CHECK(s.resources.nodes == 1);
+  CHECK(s.priority == 0);
+  CHECK(s.restart.policy == RestartPolicy::Never);
+  CHECK(s.executor == "local");
+  CHECK_FALSE(s.timeout_s.has_value());
+}
+
+TEST_CASE("every documented field is read") {
+  auto s = parse_job_spec(R"(
+apiVersion: ddp/v1
+name: resnet-ddp
+command: [/usr/bin/python3, train.py]
+args: [--epochs, 10]
+workdir: /data/proj
+env: {NCCL_DEBUG: WARN, SEED: 7, FLAG: true}
+resources: {nproc_per_node: 2, gpus_per_node: 2, nodes: 1}
+distributed:
+  backend: nccl
+  store: file
+  max_restarts: 3
+  shutdown_grace: 5s
+  batch_policy: global_batch
+  batch_size: 256
+restart:
+  policy: exit-code
+  max_retries: 2
+  backoff: {initial: 1s, max: 1m, factor: 3}
+  retryable_exit_codes: [1, 128-255]
+  no_retry_log_patterns: ["CUDA out of memory"]
+limits: {timeout: 1.5h}
+priority: 10
+metrics: {loss: 'loss=([0-9.]+)'}
+executor: local
+)",
+                          "job.yaml");
+  CHECK(s.args == std::vector<std::string>{"--epochs", "10"});
+  CHECK(s.workdir == "/data/proj");
+  CHECK(s.env.at("SEED") == "7");
+  CHECK(s.env.at("FLAG") == "true");
+  CHECK(s.resources.gpus_per_node == 2);
+  CHECK(s.distributed.backend == "nccl");
+  CHECK(s.distributed.store == "file");
+  CHECK(s.distributed.max_restarts == 3);
+  CHECK(s.distributed.shutdown_grace_s == 5);
+  CHECK(s.distributed.batch_policy == BatchPolicy::GlobalBatch);
+  CHECK(s.distributed.batch_size == 256);
+  CHECK(s.restart.policy == RestartPolicy::ExitCode);
+  CHECK(s.restart.backoff_max_s == 60);
+  CHECK(s.restart.backoff_factor == 3);
+  REQUIRE(s.restart.retryable_exit_codes.size() == 2);
+  CHECK(s.restart.retryable_exit_codes[1].first == 128);
+  CHECK(s.restart.retryable_exit_codes[1].last == 255);
+  CHECK(s.restart.no_retry_log_patterns.at(0) == "CUDA out of memory");
+  CHECK(*s.timeout_s == 5400);
+  CHECK(s.priority == 10);
+  CHECK(s.metrics.at("loss") == "loss=([0-9.]+)");
+}
+
+TEST_CASE("unknown keys are errors at their line and column, naming the known keys") {
+  auto e = error_of("name: a\ncommand: [x]\nresources:\n  gpus: 2\n");
+  CHECK(contains(e, "job.yaml:4:3: unknown key 'gpus' in resources"));
+  CHECK(contains(e, "gpus_per_node"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nretries: 3\n"), "job.yaml:3:1: unknown key 'retries' in the job"));
+}
+
+TEST_CASE("wrong types name the expected form") {
+  CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nproc_per_node: two}\n"),
+                 "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 1024, not 'two'"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nlimits: {timeout: soon}\n"), "a duration such as 30s"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nenv: [A, B]\n"), "env must be a mapping"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\ndistributed: {backend: mpi}\n"),
+                 "distributed.backend must be one of gloo | nccl, not 'mpi'"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\npriority: high\n"), "priority (higher runs first)"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nodes: 2}\n"),
+                 "resources.nodes must be an integer from 1 to 1"));
+}
+
+TEST_CASE("every problem is reported, in file order") {
+  auto e = error_of("name: a\ncommand: [x]\npriority: x\nresources: {gpus: 1}\n");
+  CHECK(contains(e, "job.yaml:3:"));
+  CHECK(contains(e, "job.yaml:4:"));
+  CHECK(e.find("job.yaml:3:") < e.find("job.yaml:4:"));
+}
+
+TEST_CASE("command is an argv list; a shell line only when asked with shell:") {
+  CHECK(contains(error_of("name: a\ncommand: python train.py\n"), "command must be an argv list"));
+  CHECK(contains(error_of("name: a\ncommand: python train.py\n"), "shell:"));
+  auto s = parse_job_spec("name: a\nshell: 'echo hi | tr a-z A-Z'\n", "job.yaml");
+  CHECK(s.worker_argv() == std::vector<std::string>{"/bin/sh", "-c", "echo hi | tr a-z A-Z"});
+  CHECK(contains(error_of("name: a\ncommand: [x]\nshell: y\n"), "not both"));
+  CHECK(contains(error_of("name: a\n"), "missing command:"));
+  CHECK(contains(error_of("name: a\ncommand: [--help]\n"), "must start with the program"));
+  CHECK(contains(error_of("command: [x]\n"), "missing name:"));
+}
+
+TEST_CASE("malformed YAML is an error with its position") {
+  auto e = error_of("name: a\ncommand: [x\n");
+  CHECK(contains(e, "job.yaml:"));
+  CHECK(contains(e, "not valid YAML"));
+  CHECK(contains(error_of("- just\n- a list\n"), "a job file is a YAML mapping"));
+}
+
+TEST_CASE("bad regexes and executors") {
+  CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=[0-9'}\n"), "not a valid regular expression"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=.*'}\n"), "capture group"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\n"), "reserved but not available yet"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: k8s\n"), "executor must be local"));
+}
+
+TEST_CASE("durations") {
+  CHECK(*parse_duration("30") == 30);
+  CHECK(*parse_duration("250ms") == doctest::Approx(0.25));
+  CHECK(*parse_duration("5m") == 300);
+  CHECK(*parse_duration("2d") == 172800);
+  CHECK_FALSE(parse_duration("5 minutes"));
+  CHECK_FALSE(parse_duration("-1s"));
+}
+
+TEST_CASE("JobSpec → the ddp-launch run argv and environment it implies") {
+  auto s = parse_job_spec(R"(
+name: a
+command: [/usr/bin/python3, train.py]
+args: [--lr, '0.1']
+env: {A: b}
+resources: {nproc_per_node: 2, gpus_per_node: 2}
+distributed: {max_restarts: 1, shutdown_grace: 2.5s, store: rank0, batch_policy: per_rank_batch, batch_size: 32}
+)",
+                          "job.yaml");
+  LaunchContext ctx{"/bin/ddp-launch", "17", "/state/jobs/17/run-0/logs", "/state/jobs/17/run-0/events.jsonl", {2, 3}};
+  auto argv = launch_argv(s, ctx);
+  std::vector<std::string> expected = {"/bin/ddp-launch",
+                                       "run",
+                                       "--nnodes",
+                                       "1",
+                                       "--nproc-per-node",
+                                       "2",
+                                       "--max-restarts",
+                                       "1",
+                                       "--shutdown-grace",
+                                       "2.5",
+                                       "--store",
+                                       "rank0",
+                                       "--backend",
+                                       "gloo",
+                                       "--rdzv-id",
+                                       "job-17",
+                                       "--log-dir",
+                                       "/state/jobs/17/run-0/logs",
+                                       "--redirects",
+                                       "3",
+                                       "--events",
+                                       "/state/jobs/17/run-0/events.jsonl",
+                                       "--no-python",
+                                       "/usr/bin/python3",
+                                       "train.py",
+                                       "--lr",
+                                       "0.1"};
+  CHECK(argv == expected);
+  auto env = launch_env(s, ctx);
+  CHECK(env.at("CUDA_VISIBLE_DEVICES") == "2,3");
+  CHECK(env.at("CUDA_DEVICE_ORDER") == "PCI_BUS_ID");
+  CHECK(env.at("DDP_PER_RANK_BATCH") == "32");
+  CHECK(env.at("A") == "b");
+  CHECK(env.at("PYTHONUNBUFFERED") == "1");
+  CHECK(env.at("DDP_JOB_ID") == "17");
+  ctx.gpu_indices.clear();
+  CHECK(launch_env(s, ctx).at("CUDA_VISIBLE_DEVICES").empty());
+}
+
+TEST_CASE("retry decisions: policy, budget, exit-code classes, no-retry log patterns, backoff") {
+  auto s = parse_job_spec(
+      "name: a\ncommand: [x]\nrestart: {policy: exit-code, max_retries: 2, backoff: {initial: 2s, "
+      "max: 5s, factor: 3}}\n",
+      "job.yaml");
+  auto d = decide_retry(s, 1, 137, std::nullopt);
+  CHECK(d.retry);
+  CHECK(d.delay_s == 2);
+  d = decide_retry(s, 2, 137, std::nullopt);
+  CHECK(d.retry);
+  CHECK(d.delay_s == 5);  // 6 capped at max
+  CHECK_FALSE(decide_retry(s, 3, 137, std::nullopt).retry);
+  CHECK(contains(decide_retry(s, 3, 137, std::nullopt).reason, "exhausted"));
+  CHECK_FALSE(decide_retry(s, 1, 1, std::nullopt).retry);  // 1..127: permanent
+  CHECK_FALSE(decide_retry(s, 1, 137, std::string("CUDA out of memory")).retry);
+  s.restart.policy = RestartPolicy::OnFailure;
+  CHECK(decide_retry(s, 1, 1, std::nullopt).retry);
+  s.restart.policy = RestartPolicy::Never;
+  CHECK_FALSE(decide_retry(s, 1, 137, std::nullopt).retry);
+}
