@@ -175,6 +175,13 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     return res;
   }
 
+  Response text_response(std::string json_text) {
+    Response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/json");
+    res.body() = std::move(json_text);
+    return res;
+  }
+
   void handle(http::request<http::string_body>& req) {
     bool keep_alive = req.keep_alive();
     Response res;
@@ -249,13 +256,13 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
         }
         limit = std::stoul(it->second);
       }
-      res = json_response(200, jobs_.list(state, limit));
+      res = text_response(jobs_.list_text(state, limit));
       return false;
     }
     JobId id = parse_id(s[2]);
     if (s.size() == 3) {
       require_method(req, http::verb::get);
-      res = json_response(200, jobs_.get(id));
+      res = text_response(jobs_.get_text(id));
       return false;
     }
     if (s.size() == 4 && s[3] == "cancel") {

@@ -46,6 +46,9 @@ struct JobManager::Job {
   JobState cancel_final = JobState::Cancelled;
   std::string cancel_reason;
   std::unique_ptr<asio::steady_timer> timeout_timer, kill_timer, retry_timer;
+  // JSON texts for list (summary) and get (detail), valid while cached_at == the generation.
+  mutable std::string summary, detail;
+  mutable std::uint64_t summary_at = 0, detail_at = 0;
 
   void reset_run() {
     finished_seen = false;
@@ -126,7 +129,10 @@ const JobManager::Job& JobManager::find(JobId id) const {
 
 bool JobManager::is_finished(JobId id) const { return is_terminal(find(id).rec.state); }
 
-void JobManager::persist(Job& job) { db_.update_job(job.rec); }
+void JobManager::persist(Job& job) {
+  ++generation_;
+  db_.update_job(job.rec);
+}
 
 void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
   auto from = job.rec.state;
@@ -205,9 +211,11 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
   job->rec.priority = spec.priority;
   job->rec.submitted_at = now_seconds();
   job->rec.reason = "queued";
-  job->rec.id = db_.insert_job(job->rec);
+  db_.transaction([&] {
+    job->rec.id = db_.insert_job(job->rec);
+    db_.add_transition(job->rec.id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
+  });
   auto id = job->rec.id;
-  db_.add_transition(id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
   ++submitted_total_;
   auto& ref = *job;
   jobs_[id] = std::move(job);
@@ -218,12 +226,14 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
 }
 
 void JobManager::enqueue(Job& job) {
+  ++generation_;
   scheduler_.enqueue(job.rec.id, job.rec.priority, static_cast<std::uint64_t>(job.rec.id),
                      {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
   schedule();
 }
 
 void JobManager::schedule() {
+  ++generation_;
   for (const auto& p : scheduler_.schedule()) launch(find(p.id), p);
 }
 
@@ -252,6 +262,7 @@ void JobManager::launch(Job& job, const Placement& placement) {
     job.rec.pid = spawn_supervisor(req);
   } catch (const std::exception& e) {
     scheduler_.release(job.rec.id);
+    ++generation_;
     set_state(job, JobState::Failed, e.what());
     return;
   }
@@ -406,6 +417,7 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
     job.pidfd.reset();
   }
   scheduler_.release(job.rec.id);
+  ++generation_;
   auto pid = job.rec.pid;
   job.rec.pid = 0;
   if (job.finished_exit) {
@@ -491,12 +503,14 @@ json JobManager::cancel(JobId id) {
     case JobState::Cancelling: break;
     case JobState::Pending:
       scheduler_.dequeue(id);
+      ++generation_;
       set_state(job, JobState::Cancelled, "cancelled by request before it started");
       break;
     default:
       if (job.rec.pid == 0) {  // RESTARTING: waiting out the back-off or queued for resources
         if (job.retry_timer) job.retry_timer->cancel();
         scheduler_.dequeue(id);
+        ++generation_;
         set_state(job, JobState::Cancelled, "cancelled by request while waiting to retry");
       } else {
         stop_supervisor(job, "cancelled by request", JobState::Cancelled);
@@ -660,14 +674,29 @@ json JobManager::to_json(const Job& job, bool detail) const {
   return j;
 }
 
-json JobManager::list(std::optional<JobState> state, std::size_t limit) const {
-  json out = json::array();
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
-    if (state && it->second->rec.state != *state) continue;
-    out.push_back(to_json(*it->second, false));
+const std::string& JobManager::cached_text(const Job& job, bool detail) const {
+  auto& text = detail ? job.detail : job.summary;
+  auto& at = detail ? job.detail_at : job.summary_at;
+  if (at != generation_) {
+    text = to_json(job, detail).dump(-1, ' ', false, json::error_handler_t::replace);
+    at = generation_;
   }
-  return {{"jobs", out}, {"total", jobs_.size()}};
+  return text;
 }
+
+std::string JobManager::list_text(std::optional<JobState> state, std::size_t limit) const {
+  std::string out = "{\"jobs\":[";
+  std::size_t n = 0;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && n < limit; ++it) {
+    if (state && it->second->rec.state != *state) continue;
+    if (n++) out += ',';
+    out += cached_text(*it->second, false);
+  }
+  out += fmt::format("],\"total\":{}}}\n", jobs_.size());
+  return out;
+}
+
+std::string JobManager::get_text(JobId id) const { return cached_text(find(id), true) + "\n"; }
 
 json JobManager::get(JobId id) const { return to_json(find(id), true); }
 

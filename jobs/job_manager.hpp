@@ -46,7 +46,10 @@ class JobManager {
 
   // API operations (throw ApiError for the client's mistakes).
   nlohmann::json submit(const std::string& yaml, const std::string& file_name);
-  nlohmann::json list(std::optional<JobState> state, std::size_t limit) const;
+  // list and get answer from per-job JSON texts cached until anything changes (a job, the
+  // queue): at a thousand requests a second most of them change nothing.
+  std::string list_text(std::optional<JobState> state, std::size_t limit) const;
+  std::string get_text(JobId id) const;
   nlohmann::json get(JobId id) const;
   nlohmann::json cancel(JobId id);
   nlohmann::json events(JobId id);
@@ -80,6 +83,7 @@ class JobManager {
   void stop_supervisor(Job& job, const std::string& reason, JobState final_state);
   std::optional<std::string> no_retry_match(const Job& job) const;
   nlohmann::json to_json(const Job& job, bool detail) const;
+  const std::string& cached_text(const Job& job, bool detail) const;
   void notify(JobId id);
   void enqueue(Job& job);
   Job& find(JobId id);
@@ -95,6 +99,7 @@ class JobManager {
   int next_subscriber_ = 1;
   std::uint64_t submitted_total_ = 0;
   std::uint64_t restarts_total_ = 0;
+  std::uint64_t generation_ = 1;  // bumped by every change of a job or of the queue
 };
 
 double now_seconds();

@@ -42,7 +42,7 @@ class Daemon:
             [DDP_LAUNCH, "daemon", "--state-dir", self.state, "--socket", self.socket, *self.extra],
             stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "daemon.log"), "a"), text=True)
         self.out = LineReader(self.proc.stdout)
-        self.out.wait_for("listening unix=", timeout, "the daemon ready line")
+        self.ready_line = self.out.wait_for("listening unix=", timeout, "the daemon ready line")
 
     def log(self):
         with open(os.path.join(self.dir, "daemon.log")) as f:

@@ -1,5 +1,7 @@
 """The job daemon end to end: a real `ddp-launch daemon`, real HTTP on its unix socket, real
 /usr/bin/python3 gloo jobs under real `ddp-launch run` supervisors."""
+import http.client
+import json
 import os
 import random
 import socket
@@ -27,6 +29,33 @@ def test_socket_is_private_and_healthy():
     check(mode == 0o600, f"socket mode is {oct(mode)}, not 0600")
     status, body = D.request("GET", "/healthz")
     check(status == 200 and body["ok"] is True, f"/healthz: {status} {body}")
+
+
+def test_tcp_needs_the_bearer_token():
+    port = int(D.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
+    token_file = os.path.join(D.state, "token")
+    check(stat.S_IMODE(os.stat(token_file).st_mode) == 0o600, "the token file is 0600")
+    token = open(token_file).read().strip()
+
+    def get(target, headers):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request("GET", target, headers=headers)
+            r = conn.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            conn.close()
+
+    status, body = get("/v1/jobs", {})
+    check(status == 401 and "Bearer" in body["error"], f"no token: {status} {body}")
+    status, body = get("/v1/jobs", {"Authorization": "Bearer " + "0" * len(token)})
+    check(status == 401 and body["error"] == "invalid bearer token", f"wrong token: {status} {body}")
+    status, body = get("/v1/jobs", {"Authorization": "Basic eDp5"})
+    check(status == 401, f"not a bearer token: {status} {body}")
+    status, body = get("/v1/jobs", {"Authorization": "Bearer " + token})
+    check(status == 200 and "jobs" in body, f"right token: {status} {body}")
+    status, body = get("/healthz", {})
+    check(status == 200, f"/healthz is open: {status} {body}")
 
 
 def test_bad_input_gets_clear_4xx_and_daemon_keeps_serving():
@@ -163,6 +192,13 @@ def test_cancel_running_job_leaves_no_rank_alive():
             break
         check(time.monotonic() < deadline, f"rank_started events: {D.events(job)}")
         time.sleep(0.2)
+    for rank in (0, 1):  # both ranks are in the gloo group (training), not merely spawned
+        while True:
+            status, text = D.request("GET", f"/v1/jobs/{job}/logs?rank={rank}")
+            if status == 200 and "ready" in text:
+                break
+            check(time.monotonic() < deadline, f"rank {rank} never joined the group: {status} {text}")
+            time.sleep(0.2)
     check(all(alive(p) for p in pids + [supervisor]), "ranks and supervisor alive before the cancel")
     out = D.cli("cancel", str(job))
     check(out.returncode == 0 and "CANCELLING" in out.stdout, f"ddp-launch cancel: {out.stdout} {out.stderr}")
@@ -215,6 +251,11 @@ def test_failure_and_retry_policy():
                    "restart: {policy: on-failure, max_retries: 3, no_retry_log_patterns: ['CUDA out of memory']}\n")
     j = D.wait_state(job, "FAILED", 60)
     check(j["runs"] == 1 and "no-retry pattern" in j["reason"], f"{j}")
+    job = D.submit("name: too-slow\nshell: 'sleep 120'\nlimits: {timeout: 1s}\ndistributed: {shutdown_grace: 2s}\n")
+    j = D.wait_state(job, "FAILED", 60)
+    check(j["reason"].startswith("timed out after 1s"), f"{j}")
+    status, metrics = D.request("GET", "/metrics")
+    check("ddpd_job_restarts_total 1" in metrics, f"one daemon retry so far: {metrics}")
 
 
 def test_no_daemon_is_a_clear_error():
@@ -225,9 +266,9 @@ def test_no_daemon_is_a_clear_error():
 
 
 if __name__ == "__main__":
-    D = Daemon("--slots", "2", "--gpus", "2")
+    D = Daemon("--slots", "2", "--gpus", "2", "--listen", "127.0.0.1:0")
     try:
-        run_tests([test_socket_is_private_and_healthy, test_bad_input_gets_clear_4xx_and_daemon_keeps_serving,
+        run_tests([test_socket_is_private_and_healthy, test_tcp_needs_the_bearer_token, test_bad_input_gets_clear_4xx_and_daemon_keeps_serving,
                    test_fuzzed_requests_never_break_the_daemon, test_no_daemon_is_a_clear_error,
                    test_two_configured_gpus_never_double_booked, test_failure_and_retry_policy,
                    test_three_jobs_two_slots_third_waits_then_runs, test_cancel_running_job_leaves_no_rank_alive,
