@@ -73,35 +73,91 @@ class StoreProcess:
 
 
 class LineReader:
-    """Collects a child's stream line by line on a thread, so tests can wait for a line with a timeout."""
+    """Collects a child's stream line by line on a thread, so tests can wait for a line with a timeout
+    (a blocked readline() cannot have one).
 
-    def __init__(self, stream):
+    `proc` (the Popen): when the stream ends, the failure says how the process exited. `name` names
+    the child in messages; `context` (a callable returning text, e.g. the child's stderr) is added to
+    every failure message. Lines are kept in .lines without their newline."""
+
+    def __init__(self, stream, proc=None, name="child", context=None):
         self.lines = []
+        self.proc = proc
+        self.name = name
+        self._context = context
         self._q = queue.Queue()
+        self._ended = False
         threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
 
     def _pump(self, stream):
         for line in stream:
-            self._q.put(line)
+            self._q.put(line.rstrip("\n"))
         self._q.put(None)
 
-    def wait_for(self, needle, timeout, what):
+    def _details(self):
+        text = f"; output so far: {self.tail()}"
+        if self._context:
+            text += f"; {self._context()}"
+        return text
+
+    def _ended_failure(self, what):
+        how = "its output ended"
+        if self.proc is not None:
+            try:
+                how = f"exited (rc={self.proc.wait(timeout=5)})"
+            except subprocess.TimeoutExpired:
+                how = "closed its output (still running)"
+        return TestFailure(f"{self.name} {how} while waiting for {what}{self._details()}")
+
+    def next_line(self, timeout, what):
+        """The next line; a TestFailure naming `what` on timeout or when the child's output ends."""
+        if self._ended:
+            raise self._ended_failure(what)
+        try:
+            line = self._q.get(timeout=max(timeout, 0))
+        except queue.Empty:
+            raise TestFailure(f"{self.name}: nothing within {timeout:.0f}s while waiting for {what}"
+                              f"{self._details()}") from None
+        if line is None:
+            self._ended = True
+            raise self._ended_failure(what)
+        self.lines.append(line)
+        return line
+
+    def wait_for(self, needle, timeout, what, prefix=False):
+        """The first line containing `needle` (prefix=True: starting with it); the lines before it
+        are skipped (and kept in .lines)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TestFailure(f"no line containing {needle!r} ({what}) within {timeout}s; "
-                                  f"saw: {''.join(self.lines)!r}")
+                raise TestFailure(f"{self.name}: no line {'starting with' if prefix else 'containing'} {needle!r} "
+                                  f"within {timeout:.0f}s while waiting for {what}{self._details()}")
             try:
-                line = self._q.get(timeout=left)
-            except queue.Empty:
+                line = self.next_line(left, what)
+            except TestFailure:
+                if self._ended or deadline - time.monotonic() > 0:
+                    raise
                 continue
-            if line is None:
-                raise TestFailure(f"stream ended without a line containing {needle!r} ({what}); "
-                                  f"saw: {''.join(self.lines)!r}")
-            self.lines.append(line)
-            if needle in line:
+            if line.startswith(needle) if prefix else needle in line:
                 return line
+
+    def drain(self):
+        """Takes what has arrived so far into .lines, without waiting."""
+        while not self._ended:
+            try:
+                line = self._q.get_nowait()
+            except queue.Empty:
+                return
+            if line is None:
+                self._ended = True
+            else:
+                self.lines.append(line)
+
+    def tail(self, n=6):
+        self.drain()
+        return " | ".join(self.lines[-n:])
+
 
 def run_tests(tests):
     """Runs test functions in order; prints a line per test and a closing 'N passed, N failed'."""

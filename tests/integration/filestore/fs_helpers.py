@@ -1,13 +1,11 @@
 """Helpers for the FileStore tests: child processes whose output lines are read with timeouts,
 FileStore records built byte by byte, and `ddp-launch clean` runs."""
 import os
-import queue
 import struct
 import subprocess
-import threading
 import time
 
-from harness import DDP_LAUNCH, PYTHON, TestFailure
+from harness import DDP_LAUNCH, PYTHON, LineReader, TestFailure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -40,51 +38,26 @@ def write_file(path, data):
 
 
 class Child:
-    """A child process with stdout+stderr merged and read line by line on a thread."""
+    """A child process with stdout+stderr merged, read line by line (harness.LineReader)."""
 
     def __init__(self, argv, name, **kw):
         self.name = name
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, **kw)
-        self.lines = []
-        self._q = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.out = LineReader(self.proc.stdout, self.proc, name)
 
-    def _pump(self):
-        for line in self.proc.stdout:
-            self._q.put(line.rstrip("\n"))
-        self._q.put(None)
+    @property
+    def lines(self):
+        return self.out.lines
 
     def wait_line(self, prefix, timeout, what):
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TestFailure(f"{self.name}: no line starting {prefix!r} within {timeout:.0f}s while waiting "
-                                  f"for {what}; output so far: {self.tail()}")
-            try:
-                line = self._q.get(timeout=left)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise TestFailure(f"{self.name}: exited (rc={self.proc.wait()}) while waiting for {what}; "
-                                  f"output: {self.tail()}")
-            self.lines.append(line)
-            if line.startswith(prefix):
-                return line
+        return self.out.wait_for(prefix, timeout, what, prefix=True)
 
     def drain(self):
-        while True:
-            try:
-                line = self._q.get_nowait()
-            except queue.Empty:
-                return
-            if line is not None:
-                self.lines.append(line)
+        self.out.drain()
 
     def tail(self, n=6):
-        self.drain()
-        return " | ".join(self.lines[-n:])
+        return self.out.tail(n)
 
     def send(self, text):
         self.proc.stdin.write(text)
