@@ -321,7 +321,7 @@ Command add_run_command(CLI::App& app) {
                   "Seconds for every rank to reach the agent store; then the attempt fails naming the missing ranks")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--shutdown-grace", a->shutdown_grace, "Seconds between SIGTERM and SIGKILL when stopping")
+  sub->add_option("--shutdown-grace,--shutdown_grace", a->shutdown_grace, "Seconds between SIGTERM and SIGKILL when stopping")
       ->capture_default_str();
   sub->add_option("--events", a->events, "Write the supervisor's life as JSON lines to FILE");
   sub->add_option("--python", a->python, "Python interpreter for the workers (default: $PYTHON_EXEC or python3)");
@@ -336,6 +336,13 @@ Command add_run_command(CLI::App& app) {
     if (!a->command.empty() && a->command.front() == "--") a->command.erase(a->command.begin());
     if (a->command.empty()) {
       throw UsageError("no training script given: ddp-launch run [options] SCRIPT [args...]");
+    }
+    // CLI11 hands everything from the first unrecognised argument on to the worker: a mistyped
+    // option before the script would otherwise become the worker's command line.
+    if (a->command.front().size() > 1 && a->command.front()[0] == '-') {
+      throw UsageError(fmt::format("unknown option '{}' (see ddp-launch run --help); the script and its own "
+                                   "arguments come after the launcher's options",
+                                   a->command.front()));
     }
     if (a->rdzv_backend != "static" && a->rdzv_backend != "c10d") {
       throw UsageError(

@@ -118,7 +118,10 @@ class Console {
     std::unique_lock lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
-      if (queue_.empty() && done_) break;
+      if (queue_.empty() && done_) {
+        if (dropped_) std::fprintf(stdout, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped_);
+        break;
+      }
       Item item = std::move(queue_.front());
       queue_.pop_front();
       queued_bytes_ -= item.text.size();
@@ -463,10 +466,28 @@ class Supervisor {
       master_port_ = store_->port();
       spdlog::info("{} store (agent) listening on {}:{}", rdzv_ ? "workers'" : "rendezvous", sc.host, master_port_);
       if (rdzv_) rdzv_->set_worker_store(sc.host, master_port_, [this] { store_->reset_state(); });
+    } else if (config_.store_mode == StoreMode::Rank0 && master_port_ != 0 && config_.plan.node_rank == 0) {
+      check_rank0_port_free();
     } else if (config_.store_mode != StoreMode::Agent && master_port_ == 0) {
       // Rank 0 binds the port itself; pick one that is free now and do not hold it.
       asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
       master_port_ = probe.local_endpoint().port();
+    }
+  }
+
+  // --store rank0 with a given --master-port: rank 0 will bind it, so a holder is named now (before
+  // any worker starts) instead of surfacing as rank 0's EADDRINUSE after its start-up.
+  void check_rank0_port_free() {
+    asio::ip::tcp::acceptor probe(io_);
+    asio::ip::tcp::endpoint ep(asio::ip::address_v4::any(), master_port_);
+    probe.open(ep.protocol());
+    probe.set_option(asio::ip::tcp::acceptor::reuse_address(true));  // as torch's TCPStore server does
+    boost::system::error_code ec;
+    probe.bind(ep, ec);
+    if (ec == asio::error::address_in_use) {
+      throw Error(fmt::format("--master-port {} is already in use by {}: rank 0 could not host its store there. "
+                              "Stop that process, or leave --master-port out (a free port is picked).",
+                              master_port_, proc::describe(proc::listeners_on_port(master_port_))));
     }
   }
 
