@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/gpu.hpp"
 #include "common/net.hpp"
+#include "launcher/cgroup.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/slurm.hpp"
 #include "launcher/supervisor.hpp"
@@ -56,6 +57,7 @@ struct RunArgs {
   std::string python;
   std::string backend = "gloo";
   bool no_slurm = false;
+  std::string memory_limit_per_rank;
   std::vector<std::string> command;
 };
 
@@ -327,6 +329,9 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--python", a->python, "Python interpreter for the workers (default: $PYTHON_EXEC or python3)");
   sub->add_option("--backend", a->backend, "Value of the {backend} argv placeholder")->capture_default_str();
   sub->add_flag("--no-slurm", a->no_slurm, "Ignore SLURM_* (under srun: run as if outside Slurm)");
+  sub->add_option("--memory-limit-per-rank", a->memory_limit_per_rank,
+                  "RAM (+ swap) of each rank, e.g. 4G, through its memory cgroup (needs writable cgroups); a rank "
+                  "over it is OOM-killed and the summary says so");
   // Everything from the first positional on is the worker's command line, flags included.
   sub->prefix_command();
   sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");
@@ -437,6 +442,13 @@ Command add_run_command(CLI::App& app) {
     c.events_path = a->events;
     c.handled_signals = parse_signals(a->signals_to_handle);
     c.backend = a->backend;
+    if (!a->memory_limit_per_rank.empty()) {
+      c.memory_limit_per_rank = launcher::parse_memory_size(a->memory_limit_per_rank);
+      if (!c.memory_limit_per_rank) {
+        throw UsageError(fmt::format("--memory-limit-per-rank '{}' is not a size (e.g. 512M, 4G)",
+                                     a->memory_limit_per_rank));
+      }
+    }
     for (char** e = environ; *e; ++e) {
       std::string kv(*e);
       auto eq = kv.find('=');

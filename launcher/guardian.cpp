@@ -13,11 +13,12 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "launcher/cgroup.hpp"
 
 namespace ddp::launcher {
 namespace {
 
-[[noreturn]] void guardian_main(int read_fd) {
+[[noreturn]] void guardian_main(int read_fd, const std::vector<std::filesystem::path>& cgroup_dirs) {
   ::setsid();  // out of the terminal's process group: Ctrl-C to the job does not reach us
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2}) ::signal(s, SIG_IGN);
   // Close every other descriptor: we must not keep the supervisor's pipes or sockets alive.
@@ -51,19 +52,20 @@ namespace {
   for (pid_t pgid : groups) {
     if (pgid > 1) ::kill(-pgid, SIGKILL);
   }
+  kill_and_remove_run_cgroups(cgroup_dirs, std::chrono::milliseconds(2000));
   ::_exit(0);
 }
 
 }  // namespace
 
-Guardian Guardian::start() {
+Guardian Guardian::start(const std::vector<std::filesystem::path>& cgroup_dirs) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error("cannot create the guardian's pipe");
   pid_t pid = ::fork();
   if (pid < 0) throw Error("cannot fork the guardian process");
   if (pid == 0) {
     ::close(fds[1]);
-    guardian_main(fds[0]);
+    guardian_main(fds[0], cgroup_dirs);
   }
   ::close(fds[0]);
   Guardian g;

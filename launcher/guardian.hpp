@@ -3,15 +3,20 @@
 // deaf to terminal signals. The supervisor tells it every worker process group it creates; when
 // the supervisor dies for any reason — SIGKILL and the OOM killer included — the guardian's pipe
 // reaches EOF and it SIGKILLs those groups, grandchildren (a child `sleep`, DataLoader workers)
-// included. PDEATHSIG alone only reaches the workers themselves.
+// included. PDEATHSIG alone only reaches the workers themselves. Given the run's cgroup directories,
+// it also writes cgroup.kill (which reaches what left its process group: a `setsid` daemon) and
+// removes them.
 #include <sys/types.h>
+
+#include <filesystem>
+#include <vector>
 
 namespace ddp::launcher {
 
 class Guardian {
  public:
   // Forks the guardian. Call while the process is still single-threaded.
-  static Guardian start();
+  static Guardian start(const std::vector<std::filesystem::path>& cgroup_dirs = {});
   Guardian() = default;
   Guardian(Guardian&& other) noexcept;
   Guardian& operator=(Guardian&& other) noexcept;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -35,6 +36,7 @@
 
 #include "common/error.hpp"
 #include "common/proc.hpp"
+#include "launcher/cgroup.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
@@ -168,8 +170,10 @@ class EventLog {
 // Runs in the child between fork and exec.
 struct WorkerSetup : bp::extend::handler {
   pid_t supervisor = 0;
+  std::vector<int> cgroup_procs;  // the rank's cgroup.procs files (launcher/cgroup.hpp)
   template <typename Executor>
   void on_exec_setup(Executor&) const {
+    for (int fd : cgroup_procs) [[maybe_unused]] auto n = ::write(fd, "0", 1);  // before anything it starts
     ::setsid();  // its own session and process group: signals reach its descendants too
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before PDEATHSIG was armed
@@ -200,6 +204,7 @@ struct Worker {
   std::deque<std::string> last_stderr;  // for the failure summary
   std::deque<std::string> last_output;  // both streams: what a rank that never arrived said last
   fs::path error_file;
+  std::optional<std::string> oom;  // SIGKILLed by the OOM killer: the evidence
 };
 
 class Supervisor {
@@ -210,7 +215,8 @@ class Supervisor {
         machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
                                   config.restart_backoff, std::chrono::milliseconds(10000),
                                   config.dynamic.has_value()}),
-        guardian_(Guardian::start()),
+        cgroups_(config.run_id, config.memory_limit_per_rank),
+        guardian_(Guardian::start(cgroups_.dirs())),
         signals_(io_),
         child_signal_(io_, SIGCHLD),
         grace_timer_(io_),
@@ -237,7 +243,9 @@ class Supervisor {
                              {"filestore", filestore_.string()},
                              {"master_addr", config_.master_addr},
                              {"master_port", master_port_},
-                             {"supervisor_pid", ::getpid()}});
+                             {"supervisor_pid", ::getpid()},
+                             {"cgroup", cgroups_.v2_dir().empty() ? json(nullptr) : json(cgroups_.v2_dir().string())},
+                             {"memory_cgroup", cgroups_.memory_accounting()}});
     if (rdzv_) {
       rdzv_->join();  // the group starts when the first round closes
     } else {
@@ -261,9 +269,12 @@ class Supervisor {
       auto st = read_proc_stat(pid);
       return json{{"pid", pid}, {"pgid", st ? st->pgid : 0}, {"start_time", st ? st->start_time : 0}};
     };
+    json cgroup_dirs = json::array();
+    for (const auto& d : cgroups_.dirs()) cgroup_dirs.push_back(d.string());
     json j{{"supervisor", entry(::getpid())},
            {"guardian", entry(guardian_.pid())},
            {"attempt", machine_.attempt()},
+           {"cgroups", cgroup_dirs},
            {"workers", json::array()}};
     for (const auto& w : workers_) {
       auto e = entry(w->pid);
@@ -341,6 +352,13 @@ class Supervisor {
         auto st = read_proc_stat(pid);
         if (st && st->pgid == pgid && st->start_time >= start && ::kill(pid, SIGKILL) == 0) killed.push_back(pid);
       }
+    }
+    // Then what left those groups (a `setsid` daemon): the predecessor's cgroup.
+    std::vector<fs::path> cgroups;
+    for (const auto& c : j.value("cgroups", json::array())) cgroups.emplace_back(c.get<std::string>());
+    if (kill_and_remove_run_cgroups(cgroups, std::chrono::milliseconds(1000))) {
+      spdlog::warn("killed and removed the cgroups a killed supervisor (pid {}) left: {}", sup.value("pid", 0),
+                   j["cgroups"].dump());
     }
     if (!killed.empty()) {
       std::string pids;
@@ -535,7 +553,8 @@ class Supervisor {
                                    {"local_rank", x.local_rank},
                                    {"pid", x.pid},
                                    {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
-                                   {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)}});
+                                   {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)},
+                                   {"oom", oom_killed(*w, attempt, x)}});
       for (const auto& a : actions) {
         if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
           announce_stopping(sg->signo);
@@ -544,6 +563,19 @@ class Supervisor {
         }
       }
     }
+  }
+
+  // A SIGKILL is the OOM killer's when the rank's memory cgroup counted a kill, or (no memory
+  // cgroup) when the kernel log names the pid. Read after the peers were signalled: off the
+  // critical path.
+  bool oom_killed(Worker& w, int attempt, const RankExit& x) {
+    if (x.signal != SIGKILL) return false;
+    if (cgroups_.memory_accounting()) {
+      w.oom = cgroups_.oom_evidence(attempt, x.local_rank);
+    } else if (kernel_log_oom_kill(x.pid)) {
+      w.oom = "per the kernel log";
+    }
+    return w.oom.has_value();
   }
 
   void dispatch(const Event& e) {
@@ -565,6 +597,7 @@ class Supervisor {
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
     std::error_code ec;
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
+    cgroups_.remove_attempts(std::chrono::milliseconds(0));
     for (const auto& ranks : plan_) spawn(ranks, a.attempt);
     if (store_) arm_rendezvous_watchdog(a.attempt);
     record_processes();
@@ -664,6 +697,8 @@ class Supervisor {
       w->err.pipe.close(ec);
     }
     if (store_) store_->stop();
+    cgroups_.kill_all();
+    cgroups_.remove_attempts(std::chrono::milliseconds(1000));
     remove_filestore("the job is over");
     std::error_code ec;
     if (!record_disabled_) fs::remove(processes_path(), ec);
@@ -672,12 +707,14 @@ class Supervisor {
     io_.stop();
   }
 
-  // Every worker's process group gets SIGKILL once its leader is gone: nothing it started survives.
+  // Every worker's process group gets SIGKILL once its leader is gone: nothing it started survives;
+  // cgroup.kill reaches what left the group (a double-forked daemon), where cgroups are writable.
   void sweep() {
     for (auto& w : workers_) {
       ::kill(-w->pid, SIGKILL);
       guardian_.forget(w->pid);
     }
+    cgroups_.kill_all();
   }
 
   void spawn(const RankAssignment& ranks, int attempt) {
@@ -719,9 +756,11 @@ class Supervisor {
     std::vector<std::string> args(launch.argv.begin() + 1, launch.argv.end());
     WorkerSetup setup;
     setup.supervisor = ::getpid();
+    setup.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
     std::error_code ec;
     bp::child child(bp::exe = launch.argv[0], bp::args = args, env, bp::std_in<bp::null, bp::std_out> w->out.pipe,
                     bp::std_err > w->err.pipe, setup, ec);
+    for (int fd : setup.cgroup_procs) ::close(fd);
     if (ec) {
       throw Error(fmt::format("cannot start rank {}: {} ({}): {}", ranks.rank, launch.argv[0], ec.message(),
                               "check the program path, or pass --python/--no-python"));
@@ -832,6 +871,7 @@ class Supervisor {
       }
       std::string how = x->signal ? fmt::format("killed by {}", signal_name(x->signal))
                                   : fmt::format("exited with code {}", x->exit_code);
+      if (w && w->oom) how = fmt::format("killed by the OOM killer ({}, {})", *w->oom, signal_name(x->signal));
       auto t = static_cast<std::time_t>(x->time);
       out += fmt::format("{} rank {} (local {}) on node {} ({}), pid {}: {} at {:%H:%M:%S}\n",
                          first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank,
@@ -868,6 +908,7 @@ class Supervisor {
   const SupervisorConfig& config_;
   std::vector<RankAssignment> plan_;
   SupervisorMachine machine_;
+  WorkerCgroups cgroups_;
   Guardian guardian_;
   asio::io_context io_{1};
   asio::signal_set signals_;

@@ -42,6 +42,8 @@ struct SupervisorConfig {
   std::string events_path;         // JSON lines; empty: none
   // Where this run records its processes for a successor to sweep; empty: <run_dir>/processes.json.
   std::filesystem::path processes_file;
+  // RAM (+ swap) of each rank, enforced by its memory cgroup (launcher/cgroup.hpp); nullopt: none.
+  std::optional<std::uint64_t> memory_limit_per_rank;
   std::vector<int> handled_signals;
   std::string backend = "gloo";
   EnvMap base_env;
