@@ -320,7 +320,8 @@ Command add_run_command(CLI::App& app) {
                   "Local ranks shown on the console, e.g. 0,2 (files are unaffected; default: all)")
       ->envname("PET_LOCAL_RANKS_FILTER");
   sub->add_option("--rdzv-timeout,--rdzv_timeout", a->rdzv_timeout,
-                  "Seconds for every rank to reach the agent store; then the attempt fails naming the missing ranks")
+                  "Seconds for every rank to reach the store (any --store mode); then the attempt fails naming the "
+                  "ranks that did not")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_option("--shutdown-grace,--shutdown_grace", a->shutdown_grace, "Seconds between SIGTERM and SIGKILL when stopping")

@@ -38,6 +38,7 @@
 #include "common/proc.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/guardian.hpp"
+#include "launcher/rendezvous_evidence.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
 #include "store/server.hpp"
@@ -599,7 +600,7 @@ class Supervisor {
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
     for (const auto& ranks : plan_) spawn(ranks, a.attempt);
-    if (store_) arm_rendezvous_watchdog(a.attempt);
+    if (store_ || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(a.attempt);
     record_processes();
   }
 
@@ -814,33 +815,77 @@ class Supervisor {
     }
   }
 
-  // Never a silent freeze at rendezvous: if the store has not counted every rank in time, name the
-  // local ranks with no connection to it and what they printed last, and fail the attempt.
+  // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name
+  // the local ranks that did not and what they printed last, and fail the attempt. Without our own
+  // store (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
   void arm_rendezvous_watchdog(int attempt) {
     rendezvous_report_.clear();
     rendezvous_timer_.expires_after(config_.rendezvous_timeout);
     rendezvous_timer_.async_wait([this, attempt](boost::system::error_code ec) {
       if (ec || rendezvous_announced_ || machine_.attempt() != attempt) return;
-      auto arrived = store_->state().value("init/");
-      int world = plan_.front().world_size;
-      std::string out = fmt::format("rendezvous not complete after {} s: {} of {} ranks reached the store at {}:{}",
-                                    std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout).count(),
-                                    arrived ? std::string(*arrived) : "0", world, config_.master_addr, master_port_);
-      json missing = json::array();
-      for (const auto& w : workers_) {
-        if (!w->alive || proc::connected_to_port(w->pid, master_port_)) continue;
-        missing.push_back(w->ranks.rank);
-        out += fmt::format("\n    rank {} (pid {}) never connected; last output:{}", w->ranks.rank, w->pid,
-                           w->last_output.empty() ? " (nothing)" : "");
-        for (const auto& l : w->last_output) out += fmt::format("\n      {}", l);
-      }
-      if (config_.plan.nnodes > 1) out += "\n    (ranks of other nodes are counted, not named)";
-      spdlog::error("{}", out);
-      rendezvous_report_ = out;
-      events_.emit("rendezvous_timeout", {{"attempt", attempt}, {"arrived", arrived ? std::string(*arrived) : "0"},
-                                          {"world_size", world}, {"missing_local_ranks", missing}});
-      dispatch(event::RendezvousTimeout{attempt});
+      check_rendezvous(attempt);
     });
+  }
+
+  void check_rendezvous(int attempt) {
+    int world = plan_.front().world_size;
+    std::optional<std::int64_t> arrived;
+    std::string where = fmt::format("the store at {}:{}", config_.master_addr, master_port_);
+    store::FileStoreLog log;
+    std::vector<pid_t> holders;
+    if (store_) {
+      auto count = store_->state().value("init/");
+      arrived = count ? std::atoll(std::string(*count).c_str()) : 0;
+    } else if (config_.store_mode == StoreMode::Rank0) {
+      arrived = rank0_store_arrivals(config_.master_addr, master_port_);
+      where = fmt::format("rank 0's store at {}:{}", config_.master_addr, master_port_);
+    } else {
+      log = read_filestore(filestore_);
+      arrived = filestore_barrier_count(log);
+      where = fmt::format("the FileStore {}", filestore_.string());
+      for (const auto& p : proc::processes_with_open(filestore_)) holders.push_back(p.pid);
+    }
+    if (!store_ && arrived && *arrived >= world) return;  // complete: the ranks' own count says so
+    auto reached = [&](const Worker& w) {
+      if (config_.store_mode == StoreMode::File) {
+        return filestore_names_rank(log, w.ranks.rank) ||
+               std::find(holders.begin(), holders.end(), w.pid) != holders.end();
+      }
+      return proc::connected_to_port(w.pid, master_port_);
+    };
+    std::string out = fmt::format("rendezvous not complete after {} s: {} of {} ranks reached {}",
+                                  std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout).count(),
+                                  arrived ? std::to_string(*arrived) : "?", world, where);
+    const char* never = config_.store_mode == StoreMode::File ? "never reached the FileStore" : "never connected";
+    json missing = json::array();
+    bool someone_waits = false;
+    for (const auto& w : workers_) {
+      if (!w->alive) continue;
+      if (reached(*w)) {
+        someone_waits = true;
+        continue;
+      }
+      missing.push_back(w->ranks.rank);
+      out += fmt::format("\n    rank {} (pid {}) {}; last output:{}", w->ranks.rank, w->pid, never,
+                         w->last_output.empty() ? " (nothing)" : "");
+      for (const auto& l : w->last_output) out += fmt::format("\n      {}", l);
+    }
+    if (!store_ && (missing.empty() || !someone_waits)) {
+      // No local rank is provably waiting for another (yet: a slow import): nothing to name and no
+      // proof of a hang. Look again after another period, until the ranks' count says complete.
+      spdlog::debug("rendezvous watchdog: no evidence of a hang ({} of {} arrived, {} local ranks missing)",
+                    arrived ? std::to_string(*arrived) : "?", world, missing.size());
+      arm_rendezvous_watchdog(attempt);
+      return;
+    }
+    if (config_.plan.nnodes > 1) out += "\n    (ranks of other nodes are counted, not named)";
+    spdlog::error("{}", out);
+    rendezvous_report_ = out;
+    events_.emit("rendezvous_timeout", {{"attempt", attempt},
+                                        {"arrived", arrived ? json(*arrived) : json(nullptr)},
+                                        {"world_size", world},
+                                        {"missing_local_ranks", missing}});
+    dispatch(event::RendezvousTimeout{attempt});
   }
 
   // The root cause first (the earliest failure), with the worker's own error file when it wrote one.

@@ -27,7 +27,7 @@ struct SupervisorConfig {
   int max_restarts = 0;
   std::chrono::milliseconds shutdown_grace{30000};
   std::chrono::milliseconds restart_backoff{100};
-  // Every rank must reach the agent store within this, or the attempt fails naming the missing ones.
+  // Every rank must reach the store within this, or the attempt fails naming the missing ones.
   std::chrono::milliseconds rendezvous_timeout{600000};
   std::string run_id = "none";
   std::filesystem::path run_dir;   // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
