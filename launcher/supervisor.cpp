@@ -830,15 +830,15 @@ class Supervisor {
   void check_rendezvous(int attempt) {
     int world = plan_.front().world_size;
     std::optional<std::int64_t> arrived;
-    std::string where = fmt::format("the store at {}:{}", config_.master_addr, master_port_);
+    std::string where = fmt::format("the store at {}:{}", master_addr_, master_port_);
     store::FileStoreLog log;
     std::vector<pid_t> holders;
     if (store_) {
       auto count = store_->state().value("init/");
       arrived = count ? std::atoll(std::string(*count).c_str()) : 0;
     } else if (config_.store_mode == StoreMode::Rank0) {
-      arrived = rank0_store_arrivals(config_.master_addr, master_port_);
-      where = fmt::format("rank 0's store at {}:{}", config_.master_addr, master_port_);
+      arrived = rank0_store_arrivals(master_addr_, master_port_);
+      where = fmt::format("rank 0's store at {}:{}", master_addr_, master_port_);
     } else {
       log = read_filestore(filestore_);
       arrived = filestore_barrier_count(log);

@@ -247,7 +247,7 @@ def test_imagenet_style_script_trains_through_argv_placeholders():
 def test_error_file_message_and_traceback_in_the_summary():
     r = launch("--nproc-per-node", "2", "--shutdown-grace", "5", WORKER, "--raise-rank", "1")
     check(r.returncode == 1, f"exit {r.returncode}: {r.stderr}")
-    check(re.search(r"Root cause: rank 1 \(local 1\) on \S+, pid \d+: exited with code 1 at \d\d:\d\d:\d\d",
+    check(re.search(r"Root cause: rank 1 \(local 1\) on node \d+ \(\S+\), pid \d+: exited with code 1 at \d\d:\d\d:\d\d",
                     r.stderr), f"root-cause line: {r.stderr}")
     check("error file: ValueError: bad batch at step 7 on rank 1" in r.stderr, f"error file message: {r.stderr}")
     check(re.search(r"allreduce_worker.py\", line \d+, in main", r.stderr), f"no traceback: {r.stderr}")
