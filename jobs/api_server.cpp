@@ -445,7 +445,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
 }  // namespace
 
-ApiServer::ApiServer(asio::io_context& io, JobManager& jobs) : io_(io), jobs_(jobs) {}
+ApiServer::ApiServer(asio::io_context& io, JobManager& jobs) : io_(io), jobs_(jobs), accept_pause_(io) {}
 
 void ApiServer::listen_unix(const fs::path& path) {
   using proto = asio::local::stream_protocol;
@@ -496,10 +496,20 @@ std::uint16_t ApiServer::listen_tcp(const std::string& host, std::uint16_t port,
   return tcp_->local_endpoint().port();
 }
 
+// Out of descriptors (EMFILE): accepting again at once would spin; wait for sessions to close.
+void ApiServer::accept_later(void (ApiServer::*again)()) {
+  spdlog::warn("API: cannot accept connections (out of file descriptors?); retrying in 100 ms");
+  accept_pause_.expires_after(std::chrono::milliseconds(100));
+  accept_pause_.async_wait([this, again](boost::system::error_code ec) {
+    if (!ec) (this->*again)();
+  });
+}
+
 void ApiServer::accept_unix() {
   unix_->async_accept([this](boost::system::error_code ec, asio::local::stream_protocol::socket s) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, nullptr)->start();
+    if (ec) return accept_later(&ApiServer::accept_unix);
+    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, nullptr)->start();
     accept_unix();
   });
 }
@@ -507,16 +517,17 @@ void ApiServer::accept_unix() {
 void ApiServer::accept_tcp() {
   tcp_->async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket s) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      s.set_option(asio::ip::tcp::no_delay(true));
-      std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, &token_)->start();
-    }
+    if (ec) return accept_later(&ApiServer::accept_tcp);
+    boost::system::error_code nec;
+    s.set_option(asio::ip::tcp::no_delay(true), nec);
+    std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, &token_)->start();
     accept_tcp();
   });
 }
 
 void ApiServer::stop() {
   boost::system::error_code ec;
+  accept_pause_.cancel();
   if (unix_) unix_->close(ec);
   if (tcp_) tcp_->close(ec);
   if (!unix_path_.empty()) {

@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -37,8 +38,10 @@ class ApiServer {
  private:
   void accept_unix();
   void accept_tcp();
+  void accept_later(void (ApiServer::*again)());
   boost::asio::io_context& io_;
   JobManager& jobs_;
+  boost::asio::steady_timer accept_pause_;
   std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
   std::optional<boost::asio::ip::tcp::acceptor> tcp_;
   std::string token_;

@@ -17,6 +17,7 @@
 
 #include "common/error.hpp"
 #include "common/gpu.hpp"
+#include "common/proc.hpp"
 #include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"
@@ -124,6 +125,7 @@ Command add_daemon_command(CLI::App& app) {
     for (int g = 0; g < gpus; ++g) config.inventory.gpu_indices.push_back(g);
 
     std::signal(SIGPIPE, SIG_IGN);
+    proc::raise_open_file_limit();  // one descriptor per client, per followed log, per job
     boost::asio::io_context io;
     jobs::JobManager manager(io, config);
     jobs::ApiServer server(io, manager);
