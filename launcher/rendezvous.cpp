@@ -105,7 +105,7 @@ class RendezvousHost : public Rendezvous {
 
   void finish(bool success, std::string why, std::function<void()> then) override {
     if (!success) {
-      feed(rdzv_event::Leave{self_.token, std::move(why), now()});
+      feed(rdzv_event::Leave{self_.token, std::move(why), now(), true});
       // The others read their wake keys from this store: give them a moment before it goes.
       linger(std::move(then), 300ms);
       return;
@@ -565,7 +565,9 @@ std::unique_ptr<Rendezvous> Rendezvous::create(asio::io_context& io, RendezvousC
       sc.port = config.endpoint_port;
       auto server = std::make_unique<store::StoreServer>(io, sc);
       return std::make_unique<RendezvousHost>(io, std::move(config), std::move(callbacks), std::move(server));
-    } catch (const ddp::Error& e) {
+    } catch (const std::exception& e) {
+      // Bound elsewhere (or not our address). Two supervisors starting together can both bind with
+      // SO_REUSEADDR; the loser's listen() then fails (a boost system_error): it joins instead.
       if (config.is_host.value_or(false)) {
         throw Error(fmt::format("--rdzv-conf is_host=1 but this node cannot host the rendezvous store: {}", e.what()));
       }

@@ -66,6 +66,11 @@ std::vector<RdzvDecision> RendezvousMachine::on(const RdzvEvent& e) {
   }
   if (const auto* l = std::get_if<rdzv_event::Leave>(&e)) {
     if (phase_ == RdzvPhase::Closed || phase_ == RdzvPhase::Finished || done_.count(l->token)) return out;
+    if (l->hosts_store) {
+      auto host = host_of_.count(l->token) ? host_of_[l->token] : l->token;
+      close(fmt::format("the rendezvous host {} left ({}); its store goes with it", host, l->why), out);
+      return out;
+    }
     const bool member = is_member(l->token) && phase_ != RdzvPhase::Gathering;
     const auto host = host_of_.count(l->token) ? host_of_[l->token] : l->token;
     last_seen_.erase(l->token);

@@ -73,6 +73,7 @@ struct Leave {
   std::string token;
   std::string why;
   RdzvMillis now;
+  bool hosts_store = false;  // the rendezvous host itself: its store goes with it, nobody can go on
 };
 struct Tick {
   RdzvMillis now;

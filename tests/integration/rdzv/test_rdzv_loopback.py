@@ -101,6 +101,7 @@ def test_budget_spent_ends_the_job_on_every_node_naming_the_node():
     ep = endpoint()
     with Workdir() as w:
         a = w.node("a", ep, "2", [LIGHT_WORKER, "--stop-file", w.stop_file()], conf=FAST)
+        a.wait_event("started", 30, "a is up: it hosts the rendezvous")
         b = w.node("b", ep, "2", [LIGHT_WORKER, "--fail-round", "0"], conf=FAST)
         check(b.wait_exit(60, "b's job to fail") == 1, b.stderr()[-2000:])
         check(a.wait_exit(60, "a to learn the job is over") == 1, a.stderr()[-2000:])
@@ -160,6 +161,23 @@ def test_a_stopped_node_leaves_and_the_others_go_on_at_once():
             check(n.wait_exit(60, "the job to finish") == 0, f"{n.name}: {n.stderr()[-2000:]}")
 
 
+def test_stopping_the_host_ends_the_job_everywhere_at_once():
+    ep = endpoint()
+    with Workdir() as w:
+        args = [LIGHT_WORKER, "--stop-file", w.stop_file()]
+        conf = "last_call_timeout=1,heartbeat_timeout=60,join_timeout=60,exit_barrier_timeout=60"
+        a = w.node("a", ep, "2:3", args, conf=conf)
+        a.wait_event("started", 30, "a is up: it hosts the rendezvous")
+        b, c = (w.node(x, ep, "2:3", args, conf=conf) for x in ("b", "c"))
+        for n in (a, b, c):
+            n.wait_event("rendezvous_complete", 60, "round 0 with three nodes", round=0, nodes=3)
+        a.proc.send_signal(signal.SIGINT)
+        check(a.wait_exit(30, "SIGINT stops the host") == 128 + signal.SIGINT, a.stderr()[-2000:])
+        for n in (b, c):
+            check(n.wait_exit(20, "the others learn at once, not after a join timeout") == 1, n.stderr()[-2000:])
+            check("the rendezvous host a left" in n.stderr(), n.stderr()[-2000:])
+
+
 def test_bad_flags_are_usage_errors():
     import subprocess
     from harness import DDP_LAUNCH
@@ -182,6 +200,7 @@ TESTS = [
     test_budget_spent_ends_the_job_on_every_node_naming_the_node,
     test_dead_node_survivors_go_on_smaller_and_it_comes_back,
     test_a_stopped_node_leaves_and_the_others_go_on_at_once,
+    test_stopping_the_host_ends_the_job_everywhere_at_once,
     test_three_nodes_of_different_sizes_train_with_gloo,
 ]
 # Names on the command line run only those tests.

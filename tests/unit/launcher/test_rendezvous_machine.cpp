@@ -278,3 +278,14 @@ TEST_CASE("rendezvous: a round says whether its nodes differ from the round befo
   REQUIRE(r2.size() == 1);
   CHECK(r2[0].round.membership_changed);
 }
+
+TEST_CASE("rendezvous: the host leaving closes the job for everyone (its store goes with it)") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("h", 0));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  auto closes = of<rdzv_decision::Close>(m.on(rdzv_event::Leave{"h", "SIGINT", ms(10), true}));
+  REQUIRE(closes.size() == 1);
+  CHECK(closes[0].reason.find("rendezvous host h-h left") != std::string::npos);
+  CHECK(closes[0].members.size() == 3);
+}
