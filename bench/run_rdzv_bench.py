@@ -55,7 +55,7 @@ def death_once(launch, heartbeat):
             ev = os.path.join(tmp, f"{name}.events")
             paths.append(ev)
             procs.append(subprocess.Popen(
-                [launch, "run", "--rdzv-backend", "c10d", "--rdzv-endpoint", ep, "--rdzv-id", "bench",
+                [launch, "run", "--rdzv-backend", "c10d", "--rdzv-endpoint", ep, "--rdzv-id", f"rdzvbench{os.getpid()}",
                  "--nnodes", "2:3", "--nproc-per-node", "2", "--local-addr", name, "--rdzv-conf", conf,
                  "--events", ev, "--no-python", "--shutdown-grace", "5", "/bin/sleep", "600"],
                 stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, f"{name}.err"), "w")))
@@ -94,6 +94,10 @@ def death_once(launch, heartbeat):
                 p.kill()
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+        for name in os.listdir(tempfile.gettempdir()):  # what the SIGKILLed supervisor left
+            if name.startswith(f"ddp-launch-rdzvbench{os.getpid()}-"):
+                p = os.path.join(tempfile.gettempdir(), name)
+                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
 
 
 def main():

@@ -113,3 +113,9 @@ class Workdir:
         for n in self.nodes:
             n.cleanup()
         shutil.rmtree(self.path, ignore_errors=True)
+        # What SIGKILLed supervisors of this run id left under the temp dir (run dirs, processes.json).
+        tmp = tempfile.gettempdir()
+        for name in os.listdir(tmp):
+            if name.startswith(f"ddp-launch-{os.path.basename(self.path)}-"):
+                p = os.path.join(tmp, name)
+                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
