@@ -82,6 +82,15 @@ double BatchPolicy::learning_rate(double base_lr, std::int64_t step) const {
   return base_lr + (target - base_lr) * progress;
 }
 
+void require_store(const WorkerContext& c) {
+  if (c.world_size > 1 && c.master_port == 0) {
+    throw UsageError(
+        fmt::format("{}={} but {} is unset: start the workers with `ddp-launch run` (or torchrun), "
+                    "or set {} and {} to a store's address",
+                    env::kWorldSize, c.world_size, env::kMasterPort, env::kMasterAddr, env::kMasterPort));
+  }
+}
+
 WorkerContext parse_worker_context(const EnvLookup& env) {
   constexpr std::int64_t kMaxRanks = 1 << 20;
   constexpr std::int64_t kMaxBatch = std::numeric_limits<std::int32_t>::max();
@@ -100,12 +109,7 @@ WorkerContext parse_worker_context(const EnvLookup& env) {
   }
   if (auto addr = env(env::kMasterAddr); addr && !trimmed(*addr).empty()) c.master_addr = trimmed(*addr);
   c.master_port = int_var<std::uint16_t>(env, env::kMasterPort, 1, 65535).value_or(0);
-  if (c.world_size > 1 && c.master_port == 0) {
-    throw UsageError(
-        fmt::format("{}={} but {} is unset: start the workers with `ddp-launch run` (or torchrun), "
-                    "or set {} and {} to a store's address",
-                    env::kWorldSize, c.world_size, env::kMasterPort, env::kMasterAddr, env::kMasterPort));
-  }
+  require_store(c);
   c.restart_count = int_var<int>(env, env::kRestartCount, 0, 1 << 30).value_or(0);
   c.max_restarts = int_var<int>(env, env::kMaxRestarts, 0, 1 << 30).value_or(0);
   c.run_id = env(env::kRunId).value_or("");

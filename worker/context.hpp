@@ -58,4 +58,7 @@ struct WorkerContext {
 // variable, its value and what to do.
 WorkerContext parse_worker_context(const EnvLookup& env);
 
+// Throws ddp::UsageError when a world of several ranks has no store to meet at (MASTER_PORT).
+void require_store(const WorkerContext& ctx);
+
 }  // namespace ddp::worker

@@ -18,7 +18,6 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <typeinfo>
 
-#include "common/env_contract.hpp"
 #include "common/error.hpp"
 #include "worker/error_file.hpp"
 
@@ -44,10 +43,7 @@ void wait_work(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::millisec
 ProcessGroup::ProcessGroup(const WorkerContext& ctx, GroupOptions options)
     : options_(std::move(options)), rank_(ctx.rank), world_size_(ctx.world_size) {
   if (ctx.master_port == 0) {
-    if (ctx.world_size > 1) {
-      throw UsageError(
-          fmt::format("{} ranks need a store: run under `ddp-launch run` or set {}", ctx.world_size, env::kMasterPort));
-    }
+    require_store(ctx);
     return;  // a lone process: collectives are no-ops
   }
   impl_ = std::make_unique<Impl>();
@@ -196,8 +192,8 @@ namespace {
   rec.callstack = std::move(trace);
   rec.timestamp = static_cast<std::int64_t>(std::time(nullptr));
   std::fprintf(stderr, "error: %s\n", rec.message.c_str());
-  if (const char* path = std::getenv(std::string(env::kErrorFile).c_str()); path && *path) {
-    if (!write_error_file(path, rec)) std::fprintf(stderr, "error: could not write the error file %s\n", path);
+  if (auto path = error_file_from_env(); !path.empty()) {
+    if (!write_error_file(path, rec)) std::fprintf(stderr, "error: could not write the error file %s\n", path.c_str());
   }
   std::fflush(stdout);
   std::fflush(stderr);

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "common/env_contract.hpp"
+
 namespace ddp::worker {
 
 std::string error_file_json(const ErrorRecord& record) {
@@ -38,6 +40,11 @@ bool write_error_file(const std::string& path, const ErrorRecord& record) {
   if (!ec) return true;
   fs::remove(tmp, ec);
   return false;
+}
+
+std::string error_file_from_env() {
+  const char* path = std::getenv(std::string(env::kErrorFile).c_str());
+  return path ? std::string(path) : std::string();
 }
 
 std::string demangle(const char* mangled) {

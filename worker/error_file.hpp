@@ -25,6 +25,9 @@ std::string error_file_json(const ErrorRecord& record);
 // Like torch, it does not overwrite a file that is already there: the first error wins.
 bool write_error_file(const std::string& path, const ErrorRecord& record);
 
+// TORCHELASTIC_ERROR_FILE from the process environment, or "" when it is unset.
+std::string error_file_from_env();
+
 // "std::runtime_error" from a mangled typeid name.
 std::string demangle(const char* mangled);
 
