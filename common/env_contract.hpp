@@ -71,6 +71,7 @@ inline constexpr std::string_view kSlurmLocalId = "SLURM_LOCALID";  // task inde
 inline constexpr std::string_view kSlurmProcId = "SLURM_PROCID";    // task index in the step
 // --- the job daemon (`ddp-launch daemon`) and the supervisors it starts ---
 // Which GPUs a job may use; the daemon sets it per job (empty: none) so jobs never share one.
+// The supervisor's GPU watch maps local rank i to the i-th device listed.
 inline constexpr std::string_view kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 // PCI_BUS_ID: CUDA numbers devices as NVML (and the daemon's GPU table) does.
 inline constexpr std::string_view kCudaDeviceOrder = "CUDA_DEVICE_ORDER";

@@ -6,35 +6,127 @@
 #include <cstdlib>
 
 namespace ddp::gpu {
+namespace {
+// The NVML ABI we use (nvml.h): return codes are ints (0 = success), devices opaque pointers.
+using Device = void*;
+struct Utilization {
+  unsigned gpu;
+  unsigned memory;
+};
+struct Memory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+}  // namespace
 
-GpuCount count_gpus() {
+struct Nvml::Api {
+  void* lib = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*count)(unsigned*) = nullptr;
+  int (*by_index)(unsigned, Device*) = nullptr;
+  int (*by_uuid)(const char*, Device*) = nullptr;
+  int (*utilization)(Device, Utilization*) = nullptr;
+  int (*memory)(Device, Memory*) = nullptr;
+  const char* (*error_string)(int) = nullptr;
+
+  std::string error(const char* call, int rc) const {
+    const char* text = error_string ? error_string(rc) : nullptr;
+    return fmt::format("{} failed with NVML error {}{}{}", call, rc, text ? ": " : "", text ? text : "");
+  }
+};
+
+std::string nvml_library_name() {
   const char* name = std::getenv("DDP_NVML_LIBRARY");
-  if (name == nullptr || *name == '\0') name = "libnvidia-ml.so.1";
-  void* lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  return name && *name ? name : "libnvidia-ml.so.1";
+}
+
+std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
+  auto name = nvml_library_name();
+  void* lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = ::dlerror();
-    return {std::nullopt, fmt::format("cannot load {}: {}", name, err ? err : "unknown error")};
+    why_not = fmt::format("cannot load {}: {}", name, err ? err : "unknown error");
+    return nullptr;
   }
-  using InitFn = int (*)();
-  using CountFn = int (*)(unsigned*);
-  auto init = reinterpret_cast<InitFn>(::dlsym(lib, "nvmlInit_v2"));
-  auto count = reinterpret_cast<CountFn>(::dlsym(lib, "nvmlDeviceGetCount_v2"));
-  auto shutdown = reinterpret_cast<InitFn>(::dlsym(lib, "nvmlShutdown"));
-  GpuCount result;
-  if (init == nullptr || count == nullptr || shutdown == nullptr) {
-    result.why_not = fmt::format("{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlShutdown", name);
-  } else if (int rc = init(); rc != 0) {
-    result.why_not = fmt::format("nvmlInit_v2 failed with NVML error {}", rc);
-  } else {
-    unsigned n = 0;
-    if (int crc = count(&n); crc != 0) {
-      result.why_not = fmt::format("nvmlDeviceGetCount_v2 failed with NVML error {}", crc);
-    } else {
-      result.count = static_cast<int>(n);
+  auto api = std::make_unique<Api>();
+  api->lib = lib;
+  auto sym = [&](auto& fn, const char* symbol) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, symbol));
+  };
+  int (*init)() = nullptr;
+  sym(init, "nvmlInit_v2");
+  sym(api->shutdown, "nvmlShutdown");
+  sym(api->count, "nvmlDeviceGetCount_v2");
+  sym(api->by_index, "nvmlDeviceGetHandleByIndex_v2");
+  sym(api->by_uuid, "nvmlDeviceGetHandleByUUID");
+  sym(api->utilization, "nvmlDeviceGetUtilizationRates");
+  sym(api->memory, "nvmlDeviceGetMemoryInfo");
+  sym(api->error_string, "nvmlErrorString");
+  if (!init || !api->shutdown || !api->count) {
+    why_not = fmt::format("{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlShutdown", name);
+    ::dlclose(lib);
+    return nullptr;
+  }
+  if (int rc = init(); rc != 0) {
+    why_not = api->error("nvmlInit_v2", rc);
+    ::dlclose(lib);
+    return nullptr;
+  }
+  return std::unique_ptr<Nvml>(new Nvml(std::move(api)));
+}
+
+Nvml::Nvml(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+
+Nvml::~Nvml() {
+  api_->shutdown();
+  ::dlclose(api_->lib);
+}
+
+std::optional<int> Nvml::count() const {
+  unsigned n = 0;
+  if (api_->count(&n) != 0) return std::nullopt;
+  return static_cast<int>(n);
+}
+
+std::optional<DeviceSample> Nvml::sample(const std::string& device, std::string& why_not) const {
+  if (!api_->by_index || !api_->utilization || !api_->memory) {
+    why_not = "this NVML lacks nvmlDeviceGetHandleByIndex_v2/nvmlDeviceGetUtilizationRates/nvmlDeviceGetMemoryInfo";
+    return std::nullopt;
+  }
+  Device handle = nullptr;
+  bool numeric = !device.empty() && device.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric) {
+    if (int rc = api_->by_index(static_cast<unsigned>(std::stoul(device)), &handle); rc != 0) {
+      why_not = api_->error("nvmlDeviceGetHandleByIndex_v2", rc);
+      return std::nullopt;
     }
-    shutdown();
+  } else if (!api_->by_uuid) {
+    why_not = "this NVML lacks nvmlDeviceGetHandleByUUID";
+    return std::nullopt;
+  } else if (int rc = api_->by_uuid(device.c_str(), &handle); rc != 0) {
+    why_not = api_->error("nvmlDeviceGetHandleByUUID", rc);
+    return std::nullopt;
   }
-  ::dlclose(lib);
+  Utilization u{};
+  if (int rc = api_->utilization(handle, &u); rc != 0) {
+    why_not = api_->error("nvmlDeviceGetUtilizationRates", rc);
+    return std::nullopt;
+  }
+  Memory m{};
+  if (int rc = api_->memory(handle, &m); rc != 0) {
+    why_not = api_->error("nvmlDeviceGetMemoryInfo", rc);
+    return std::nullopt;
+  }
+  return DeviceSample{u.gpu, m.used, m.total};
+}
+
+GpuCount count_gpus() {
+  GpuCount result;
+  auto nvml = Nvml::open(result.why_not);
+  if (!nvml) return result;
+  result.count = nvml->count();
+  if (!result.count) result.why_not = "nvmlDeviceGetCount_v2 failed";
   return result;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // GPUs through NVML, loaded with dlopen at run time: the binary has no link-time dependency on
 // the NVIDIA driver, and a machine without one simply reports no NVML.
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,33 @@ struct GpuCount {
 };
 
 // $DDP_NVML_LIBRARY, or libnvidia-ml.so.1.
+std::string nvml_library_name();
+
 GpuCount count_gpus();
+
+struct DeviceSample {
+  unsigned util_percent = 0;  // GPU utilisation over the driver's last sample period
+  unsigned long long mem_used_bytes = 0;
+  unsigned long long mem_total_bytes = 0;
+};
+
+// An initialised NVML, kept open for repeated samples (nvmlShutdown and dlclose on destruction).
+class Nvml {
+ public:
+  // nullptr when NVML cannot be loaded or initialised; why_not says what failed.
+  static std::unique_ptr<Nvml> open(std::string& why_not);
+  ~Nvml();
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  std::optional<int> count() const;
+  // device: an index ("0") or a UUID ("GPU-..."), as CUDA_VISIBLE_DEVICES spells it.
+  std::optional<DeviceSample> sample(const std::string& device, std::string& why_not) const;
+
+ private:
+  struct Api;
+  explicit Nvml(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
 
 }  // namespace ddp::gpu

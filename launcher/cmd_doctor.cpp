@@ -242,7 +242,7 @@ DoctorCheck judge_gpus(const gpu::GpuCount& gpus, const std::string& library) {
     c.status = Status::Warn;
     c.details["count"] = nullptr;
     c.details["why_not"] = gpus.why_not;
-    c.finding = fmt::format("NVML is not available ({}), so GPU checks are off", gpus.why_not);
+    c.finding = fmt::format("NVML is not available ({}), so GPU checks are off (and run's GPU watch)", gpus.why_not);
     c.action =
         "CPU jobs with gloo are fine. For GPUs install the NVIDIA driver, or point DDP_NVML_LIBRARY at "
         "libnvidia-ml.so.1; until then `--nproc-per-node gpu` refuses and `auto` starts one rank per CPU";
@@ -255,7 +255,7 @@ DoctorCheck judge_gpus(const gpu::GpuCount& gpus, const std::string& library) {
     c.action = "Check `nvidia-smi` and the container's GPU access; `--nproc-per-node gpu` refuses, `auto` uses CPUs";
     return c;
   }
-  c.finding = fmt::format("NVML sees {} GPU{}: `--nproc-per-node gpu` starts one rank per GPU", *gpus.count,
+  c.finding = fmt::format("NVML sees {} GPU{}: `--nproc-per-node gpu` starts one rank per GPU, and run watches their utilisation", *gpus.count,
                           *gpus.count == 1 ? "" : "s");
   return c;
 }

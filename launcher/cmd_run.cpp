@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <boost/process/search_path.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -16,6 +18,7 @@
 #include "common/error.hpp"
 #include "common/gpu.hpp"
 #include "common/net.hpp"
+#include "launcher/batch_policy.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/slurm.hpp"
@@ -58,8 +61,32 @@ struct RunArgs {
   std::string backend = "gloo";
   bool no_slurm = false;
   std::string memory_limit_per_rank;
+  std::string run_dir;
+  std::optional<long> global_batch;
+  std::optional<long> per_rank_batch;
+  std::optional<long> lr_warmup_steps;
+  std::vector<std::string> metrics;
+  std::string gpu_watch_interval = "5s";
+  unsigned gpu_low_util = 50;
+  std::string gpu_low_window = "60s";
   std::vector<std::string> command;
 };
+
+// "60s", "500ms", "2m" or a plain number of seconds.
+std::chrono::milliseconds parse_duration(const std::string& value, const char* flag) {
+  std::size_t used = 0;
+  double n = -1;
+  try {
+    n = std::stod(value, &used);
+  } catch (const std::exception&) {
+  }
+  auto unit = value.substr(used);
+  double scale = unit.empty() || unit == "s" ? 1000 : unit == "ms" ? 1 : unit == "m" ? 60000 : -1;
+  if (n < 0 || scale < 0) {
+    throw UsageError(fmt::format("{} '{}' is not a duration: give seconds, e.g. 60, 60s, 500ms or 2m", flag, value));
+  }
+  return std::chrono::milliseconds(static_cast<long>(n * scale));
+}
 
 int parse_nproc(const std::string& value) {
   if (value == "cpu") return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -333,6 +360,25 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--memory-limit-per-rank", a->memory_limit_per_rank,
                   "RAM (+ swap) of each rank, e.g. 4G, through its memory cgroup (needs writable cgroups); a rank "
                   "over it is OOM-killed and the summary says so");
+  sub->add_option("--run-dir", a->run_dir,
+                  "Keep the run directory here (metrics.csv, run.json, error files) without per-rank log files; "
+                  "default: a temporary one, kept only when metrics were recorded");
+  sub->add_option("--global-batch", a->global_batch,
+                                       "Batch across all ranks, split evenly (DDP_PER_RANK_BATCH = B / WORLD_SIZE, lr × 1)");
+  sub->add_option("--per-rank-batch", a->per_rank_batch,
+                  "Batch per rank; the global batch grows with the world size and DDP_LR_SCALE = WORLD_SIZE");
+  sub->add_option("--lr-warmup-steps", a->lr_warmup_steps, "Ramp the scaled learning rate up over N steps");
+  sub->add_option("--metric", a->metrics,
+                  "NAME=REGEX: record a metric from matching output lines (first capture group), e.g. "
+                  "loss='Loss\\s+([0-9.]+)'; repeatable. @ddp-metric lines are always recorded")
+      ->allow_extra_args(false);  // one value per --metric: the script's command line follows
+  sub->add_option("--gpu-watch-interval", a->gpu_watch_interval,
+                  "Sample each rank's GPU (NVML) this often, e.g. 5s; 0 turns the GPU watch off")
+      ->capture_default_str();
+  sub->add_option("--gpu-low-util", a->gpu_low_util, "Warn once when a rank's GPU stays under this % ...")
+      ->check(CLI::Range(0u, 100u))
+      ->capture_default_str();
+  sub->add_option("--gpu-low-window", a->gpu_low_window, "... for this long, e.g. 60s")->capture_default_str();
   // Everything from the first positional on is the worker's command line, flags included.
   sub->prefix_command();
   sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");
@@ -455,7 +501,33 @@ Command add_run_command(CLI::App& app) {
       auto eq = kv.find('=');
       if (eq != std::string::npos) c.base_env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    if (!a->log_dir.empty()) {
+    for (const auto& spec : a->metrics) c.metric_patterns.push_back(launcher::parse_metric_pattern(spec));
+    c.gpu_watch.interval = parse_duration(a->gpu_watch_interval, "--gpu-watch-interval");
+    c.gpu_watch.low_util_percent = a->gpu_low_util;
+    c.gpu_watch.low_window = parse_duration(a->gpu_low_window, "--gpu-low-window");
+    // The batch policy needs the job's world size: with c10d rounds, only a fixed node count gives one.
+    int batch_nodes = c.plan.nnodes;
+    if (dynamic)
+      batch_nodes = c.dynamic->policy.min_nodes == c.dynamic->policy.max_nodes ? c.dynamic->policy.min_nodes : 0;
+    if (batch_nodes == 0 && (a->global_batch || a->per_rank_batch)) {
+      throw UsageError(
+          "--global-batch/--per-rank-batch need a fixed world size, and --nnodes MIN:MAX changes it per "
+          "rendezvous round: give --nnodes N (or read WORLD_SIZE in the script)");
+    }
+    if (auto batch = launcher::plan_batch({a->global_batch, a->per_rank_batch, a->lr_warmup_steps,
+                                           batch_nodes * c.plan.nproc_per_node, batch_nodes})) {
+      for (const auto& [k, v] : batch->env()) c.base_env[k] = v;
+      spdlog::info("{}", batch->summary());
+    }
+    if (!a->run_dir.empty()) {
+      if (!a->log_dir.empty() && std::filesystem::path(a->run_dir) != std::filesystem::path(a->log_dir)) {
+        throw UsageError(
+            "--run-dir and --log-dir name the same directory (--log-dir adds per-rank log files): "
+            "give one of them");
+      }
+      c.run_dir = a->run_dir;
+      c.log_to_files = !a->log_dir.empty();
+    } else if (!a->log_dir.empty()) {
       c.run_dir = a->log_dir;
       c.log_to_files = true;
     } else {

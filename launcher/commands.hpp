@@ -19,5 +19,6 @@ Command add_clean_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
 Command add_sbatch_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 }  // namespace ddp::cli

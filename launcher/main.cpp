@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, ddp::cli::Runner> runners;
   for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app),
                         ddp::cli::add_run_command(app), ddp::cli::add_doctor_command(app),
-                        ddp::cli::add_sbatch_command(app)}) {
+                        ddp::cli::add_sbatch_command(app),
+                        ddp::cli::add_report_command(app)}) {
     runners[command.sub] = std::move(command.run);
   }
   // The job daemon and its clients (jobs/, the layer above the launcher, linked by this executable only).

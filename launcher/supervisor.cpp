@@ -37,7 +37,9 @@
 #include "common/error.hpp"
 #include "common/proc.hpp"
 #include "launcher/cgroup.hpp"
+#include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
+#include "launcher/metrics_recorder.hpp"
 #include "launcher/rendezvous_evidence.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
@@ -198,6 +200,7 @@ struct Stream {
 struct Worker {
   Worker(asio::io_context& io) : out(io), err(io) {}
   RankAssignment ranks;
+  int attempt = 0;
   pid_t pid = 0;
   bool alive = false;
   Stream out;
@@ -225,6 +228,12 @@ class Supervisor {
         drain_timer_(io_),
         rendezvous_timer_(io_),
         events_(config.events_path),
+        metrics_(config.run_dir, config.metric_patterns, describe_run(config, plan_)),
+        gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
+                   [this](const GpuSample& s) { on_gpu_sample(s); },
+                   [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
+                     on_gpu_low(s, a, text);
+                   }),
         master_addr_(config.master_addr),
         node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {}
 
@@ -252,6 +261,7 @@ class Supervisor {
     } else {
       dispatch(event::Start{});
     }
+    gpu_watch_.start();
     io_.run();
     return exit_code_;
   }
@@ -593,6 +603,14 @@ class Supervisor {
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
     rendezvous_announced_ = false;
+    // A dead rank's children (DataLoader workers...) may still hold its pipes when the group
+    // restarts: keep the old Worker alive so the aborted reads complete on live objects.
+    for (auto& w : workers_) {
+      boost::system::error_code ec;
+      w->out.pipe.close(ec);
+      w->err.pipe.close(ec);
+      retired_workers_.push_back(std::move(w));
+    }
     workers_.clear();
     exits_.clear();
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
@@ -703,7 +721,14 @@ class Supervisor {
     remove_filestore("the job is over");
     std::error_code ec;
     if (!record_disabled_) fs::remove(processes_path(), ec);
-    if (config_.remove_run_dir) fs::remove_all(config_.run_dir, ec);
+    gpu_watch_.stop();
+    bool kept_metrics =
+        metrics_.finish({{"exit_code", exit_code_}, {"attempts", machine_.attempt() + 1}}, config_.remove_run_dir);
+    if (config_.remove_run_dir && !kept_metrics) fs::remove_all(config_.run_dir, ec);
+    if (kept_metrics) {
+      console_.write(stderr, fmt::format("[ddp-launch]: metrics in {} (chart: ddp-launch report {})\n",
+                                         metrics_.csv_path().string(), config_.run_dir.string()));
+    }
     guardian_.finish();
     io_.stop();
   }
@@ -721,6 +746,7 @@ class Supervisor {
   void spawn(const RankAssignment& ranks, int attempt) {
     auto w = std::make_unique<Worker>(io_);
     w->ranks = ranks;
+    w->attempt = attempt;
     fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
     std::error_code fec;
     fs::create_directories(dir, fec);
@@ -809,6 +835,7 @@ class Supervisor {
     }
     w->last_output.push_back(line);
     if (w->last_output.size() > 5) w->last_output.pop_front();
+    metrics_.on_line(w->attempt, w->ranks.rank, line);
     if (s.console) {
       console_.write(console, multi_node() ? fmt::format("[{}:{}]: {}\n", node_name_, w->ranks.rank, line)
                                            : fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
@@ -950,6 +977,23 @@ class Supervisor {
     }
   }
 
+  // GPU watch samples: into the event stream and metrics.csv (no step).
+  void on_gpu_sample(const GpuSample& s) {
+    events_.emit("gpu_sample", {{"rank", s.rank}, {"local_rank", s.local_rank}, {"device", s.device},
+                                {"util", s.sample.util_percent}, {"mem_used_mib", s.mem_used_mib()},
+                                {"mem_total_mib", s.mem_total_mib()}});
+    int attempt = machine_.attempt();
+    metrics_.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
+    metrics_.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
+  }
+
+  void on_gpu_low(const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
+    console_.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
+    events_.emit("gpu_low_util", {{"rank", s.rank}, {"local_rank", s.local_rank}, {"device", s.device},
+                                  {"mean_util", a.mean_util},
+                                  {"seconds", std::chrono::duration<double>(a.lasted).count()}, {"message", text}});
+  }
+
   const SupervisorConfig& config_;
   std::vector<RankAssignment> plan_;
   SupervisorMachine machine_;
@@ -965,10 +1009,13 @@ class Supervisor {
   std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
   Console console_;
+  MetricsRecorder metrics_;
+  GpuWatch gpu_watch_;
   std::unique_ptr<store::StoreServer> store_;
   std::uint16_t master_port_ = 0;
   fs::path filestore_;  // StoreMode::File
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
   std::vector<RankExit> exits_;
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;

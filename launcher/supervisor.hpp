@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/gpu_watch_core.hpp"
+#include "launcher/metrics.hpp"
 #include "launcher/rank_plan.hpp"
 #include "launcher/rendezvous.hpp"
 #include "launcher/worker_env.hpp"
@@ -52,6 +54,10 @@ struct SupervisorConfig {
   std::optional<RendezvousConfig> dynamic;
   // This node's name in "[host:rank]" log prefixes and the failure summary; empty: the host name.
   std::string node_name;
+  // Metrics (metrics.csv in run_dir) from @ddp-metric lines and these --metric patterns; a
+  // remove_run_dir run that recorded any keeps its run_dir and says where it is.
+  std::vector<MetricPattern> metric_patterns;
+  GpuWatchConfig gpu_watch;
 };
 
 // Runs the job to the end; returns the supervisor's exit code (0 success, 1 failure,

@@ -1,0 +1,59 @@
+#pragma once
+// GpuWatch: samples each local rank's GPU (utilisation, memory) every interval with an Asio timer
+// on the supervisor's loop (NVML calls are fast, no thread), hands the samples on, and warns once
+// per rank whose GPU stays under the threshold for the window. Off when NVML is absent.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/gpu.hpp"
+#include "launcher/gpu_watch_core.hpp"
+
+namespace ddp::launcher {
+
+struct GpuSample {
+  int local_rank = 0;
+  int rank = 0;
+  std::string device;
+  gpu::DeviceSample sample;
+  double mem_used_mib() const { return static_cast<double>(sample.mem_used_bytes) / (1024.0 * 1024.0); }
+  double mem_total_mib() const { return static_cast<double>(sample.mem_total_bytes) / (1024.0 * 1024.0); }
+};
+
+class GpuWatch {
+ public:
+  using SampleFn = std::function<void(const GpuSample&)>;
+  using WarnFn = std::function<void(const GpuSample&, const LowUtilAlert&, const std::string& text)>;
+
+  // ranks[i]: global rank of local rank i; cuda_visible_devices: the workers' CUDA_VISIBLE_DEVICES.
+  GpuWatch(boost::asio::io_context& io, GpuWatchConfig config, std::vector<int> ranks,
+           std::optional<std::string> cuda_visible_devices, SampleFn on_sample, WarnFn on_low);
+  ~GpuWatch();
+
+  void start();
+  void stop();
+
+ private:
+  void arm();
+  void sample_all();
+
+  boost::asio::steady_timer timer_;
+  GpuWatchConfig config_;
+  std::vector<int> ranks_;
+  std::optional<std::string> cuda_visible_devices_;
+  SampleFn on_sample_;
+  WarnFn on_low_;
+  std::unique_ptr<gpu::Nvml> nvml_;
+  std::vector<std::optional<std::string>> devices_;
+  std::vector<LowUtilDetector> detectors_;
+  std::vector<bool> failing_;  // a device whose sampling failed: said once, retried quietly
+  std::chrono::steady_clock::time_point t0_;
+  bool stopped_ = false;
+};
+
+}  // namespace ddp::launcher

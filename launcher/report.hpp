@@ -1,0 +1,41 @@
+#pragma once
+// `ddp-launch report`, the pure part: metrics.csv (+ run.json) of a run → its summary, and the
+// summaries of several runs → a loss-vs-step chart as SVG (one curve per run).
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ddp::launcher {
+
+struct RunSummary {
+  std::string label;
+  int world_size = 0;
+  std::optional<double> steps;        // the last step of the charted metric
+  std::optional<double> first_value;  // of the charted metric (mean over ranks at its first step)
+  std::optional<double> last_value;
+  std::optional<double> duration_s;     // run.json start → end, else first → last row
+  std::optional<double> samples_per_s;  // all ranks together (sum of each rank's mean samples_per_s)
+  int attempts = 1;
+  std::vector<std::pair<double, double>> curve;  // (step, mean over ranks), steps ascending
+};
+
+// csv: metrics.csv's text (header time,attempt,rank,step,name,value); run_info: run.json or null.
+// For each (rank, step) the latest attempt's value counts: a resumed run does not draw twice.
+// A malformed row is a ddp::UsageError naming the line.
+RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, std::string label,
+                         std::string_view metric = "loss");
+
+// One row per run: world size, steps, first/last value, duration, samples/s.
+std::string format_summaries(const std::vector<RunSummary>& runs, std::string_view metric = "loss");
+
+// A standalone SVG: axes with ticks, one <path class="curve"> per run that has a curve, a legend.
+std::string render_chart_svg(const std::vector<RunSummary>& runs, std::string_view metric = "loss");
+
+// Round tick positions enclosing [lo, hi] (the first at or below lo, the last at or above hi): 1, 2 or 5 × 10^k apart,
+// about `target` of them.
+std::vector<double> nice_ticks(double lo, double hi, int target = 6);
+
+}  // namespace ddp::launcher

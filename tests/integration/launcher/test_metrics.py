@@ -1,0 +1,118 @@
+"""`ddp-launch run` batch policy and metrics, and `ddp-launch report`, end to end with real worker
+processes (shell one-liners: no torch needed to print lines; the torch examples are tested in
+tests/integration/examples)."""
+import csv
+import json
+import os
+import re
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+
+from harness import DDP_LAUNCH, check, run_tests
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def run(*args, timeout=60):
+    return subprocess.run([DDP_LAUNCH, "run", "--no-python", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def sh(script):
+    return ["/bin/sh", "-c", script]
+
+
+def rows(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def test_global_batch_is_split_and_announced():
+    r = run("--nproc-per-node", "2", "--global-batch", "256",
+            *sh('echo "per=$DDP_PER_RANK_BATCH global=$DDP_GLOBAL_BATCH lr=$DDP_LR_SCALE warm=$DDP_LR_WARMUP_STEPS"'))
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    check("batch: global 256 = 2 ranks × 128; lr × 1" in r.stderr, f"no batch announcement: {r.stderr}")
+    for rank in (0, 1):
+        check(f"[rank {rank}]: per=128 global=256 lr=1 warm=0" in r.stdout, f"rank {rank} env: {r.stdout}")
+
+
+def test_per_rank_batch_scales_lr_with_warmup():
+    r = run("--nproc-per-node", "2", "--per-rank-batch", "32", "--lr-warmup-steps", "50",
+            *sh('echo "per=$DDP_PER_RANK_BATCH global=$DDP_GLOBAL_BATCH lr=$DDP_LR_SCALE warm=$DDP_LR_WARMUP_STEPS"'))
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    check("[rank 1]: per=32 global=64 lr=2 warm=50" in r.stdout, f"env: {r.stdout}")
+    check("lr × 2 (linear scaling rule), warmed up over 50 steps" in r.stderr, f"announcement: {r.stderr}")
+
+
+def test_bad_batch_and_bad_metric_are_usage_errors():
+    r = run("--nproc-per-node", "3", "--global-batch", "100", "/bin/true")
+    check(r.returncode == 2, f"exit {r.returncode}")
+    check("99 (33 per rank) or 102 (34 per rank)" in r.stderr and "--per-rank-batch 33" in r.stderr,
+          f"no nearest sizes / fix: {r.stderr}")
+    r = run("--metric", "loss=Loss\\s+([0-9.]+", "/bin/true")
+    check(r.returncode == 2 and "--metric loss" in r.stderr and "not a valid regular expression" in r.stderr,
+          f"bad regex: {r.returncode} {r.stderr}")
+    r = run("--gpu-low-window", "soon", "/bin/true")
+    check(r.returncode == 2 and "--gpu-low-window 'soon'" in r.stderr, f"bad duration: {r.returncode} {r.stderr}")
+
+
+def test_metric_lines_and_patterns_to_csv_and_report():
+    script = ('echo "@ddp-metric step=1 loss=2.5 samples_per_s=100"; echo "Loss 2.25"; '
+              'echo "@ddp-metric step=2 loss=$((RANK+1)).0 samples_per_s=200"; echo "noise"; echo "Loss 0.75"; '
+              'echo "@ddp-metric step=3 loss=0.5 samples_per_s=300" >&2')
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "sdk"), os.path.join(d, "pattern")
+        r = run("--nproc-per-node", "2", "--run-dir", a, *sh(script))
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        check(f"metrics in {a}/metrics.csv" in r.stderr, f"the metrics path is not printed: {r.stderr}")
+        got = rows(a)
+        check(list(got[0].keys()) == ["time", "attempt", "rank", "step", "name", "value"], f"columns {got[0].keys()}")
+        loss = sorted((int(x["rank"]), float(x["step"]), float(x["value"])) for x in got if x["name"] == "loss")
+        check(loss == [(0, 1, 2.5), (0, 2, 1.0), (0, 3, 0.5), (1, 1, 2.5), (1, 2, 2.0), (1, 3, 0.5)], f"loss {loss}")
+        check(not any(x["name"] == "step" for x in got), "step became a metric of its own")
+        info = json.load(open(os.path.join(a, "run.json")))
+        check(info["world_size"] == 2 and info["exit_code"] == 0, f"run.json {info}")
+
+        r = run("--run-dir", b, "--metric", r"loss=Loss\s+([0-9.]+)", *sh(script))
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        pat = [(float(x["step"]), float(x["value"])) for x in rows(b) if x["name"] == "loss"]
+        # SDK lines keep their own steps; pattern matches count 1, 2 on their own
+        check((1.0, 2.25) in pat and (2.0, 0.75) in pat, f"pattern rows {pat}")
+
+        out = os.path.join(d, "chart.svg")
+        rep = subprocess.run([DDP_LAUNCH, "report", a, b, "--out", out], capture_output=True, text=True, timeout=30)
+        check(rep.returncode == 0, f"report exit {rep.returncode}: {rep.stderr}")
+        lines = rep.stdout.splitlines()
+        check(lines[0].split()[:3] == ["run", "world", "steps"], f"summary header: {rep.stdout}")
+        sdk = next(line for line in lines if line.startswith("sdk"))
+        check(sdk.split()[1:5] == ["2", "3", "2.5", "0.5"], f"sdk summary: {sdk}")
+        check(sdk.split()[6] == "500.0", f"samples/s (ranks summed, warm-up dropped): {sdk}")
+        root = ET.parse(out).getroot()
+        curves = [p for p in root.iter(SVG + "path") if p.get("class") == "curve"]
+        check(root.tag == SVG + "svg" and len(curves) == 2, f"{len(curves)} curves in {out}")
+        legend = [t.text for t in root.iter(SVG + "text")]
+        check("sdk (2 ranks)" in legend and "pattern (1 rank)" in legend, f"legend: {legend}")
+        rep = subprocess.run([DDP_LAUNCH, "report", d], capture_output=True, text=True, timeout=30)
+        check(rep.returncode == 2 and "has no metrics.csv" in rep.stderr, f"report of a non-run: {rep.stderr}")
+
+
+def test_temporary_run_dir_kept_only_with_metrics():
+    r = run("--rdzv-id", "metricskeep", *sh('echo "@ddp-metric step=1 loss=1"'))
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    m = re.search(r"metrics in (\S+)/metrics\.csv", r.stderr)
+    check(m, f"no metrics path printed: {r.stderr}")
+    try:
+        check(os.path.exists(os.path.join(m.group(1), "metrics.csv")), "temporary run dir removed")
+    finally:
+        subprocess.run(["rm", "-rf", m.group(1)])
+    r = run(*sh("echo no metrics here"))
+    check(r.returncode == 0 and "metrics in" not in r.stderr, f"a run without metrics kept its dir: {r.stderr}")
+
+
+run_tests([
+    test_global_batch_is_split_and_announced,
+    test_per_rank_batch_scales_lr_with_warmup,
+    test_bad_batch_and_bad_metric_are_usage_errors,
+    test_metric_lines_and_patterns_to_csv_and_report,
+    test_temporary_run_dir_kept_only_with_metrics,
+])

@@ -1,0 +1,58 @@
+#include <doctest/doctest.h>
+
+#include "launcher/gpu_watch_core.hpp"
+
+using namespace ddp::launcher;
+using namespace std::chrono_literals;
+
+TEST_CASE("no CUDA_VISIBLE_DEVICES: local rank i uses device i, ranks beyond the devices none") {
+  auto d = devices_of_local_ranks(std::nullopt, 3, 2);
+  REQUIRE(d.size() == 3);
+  CHECK(d[0] == "0");
+  CHECK(d[1] == "1");
+  CHECK_FALSE(d[2]);
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES order maps local ranks; an invalid entry ends the list") {
+  auto d = devices_of_local_ranks(std::string("3, 1,GPU-abc"), 4, 8);
+  CHECK(d[0] == "3");
+  CHECK(d[1] == "1");
+  CHECK(d[2] == "GPU-abc");
+  CHECK_FALSE(d[3]);
+  auto cut = devices_of_local_ranks(std::string("2,-1,3"), 2, 8);
+  CHECK(cut[0] == "2");
+  CHECK_FALSE(cut[1]);
+  auto none = devices_of_local_ranks(std::string(""), 2, 8);
+  CHECK_FALSE(none[0]);
+}
+
+TEST_CASE("low utilisation for the whole window warns once, with the window's mean") {
+  LowUtilDetector d(50, 60s);
+  CHECK_FALSE(d.on_sample(0s, 30));
+  CHECK_FALSE(d.on_sample(30s, 40));
+  auto alert = d.on_sample(60s, 35);
+  REQUIRE(alert);
+  CHECK(alert->mean_util == doctest::Approx(35));
+  CHECK(alert->lasted == 60s);
+  CHECK(d.alerted());
+  CHECK_FALSE(d.on_sample(120s, 10));
+  CHECK_FALSE(d.on_sample(180s, 10));
+}
+
+TEST_CASE("a busy sample resets the window") {
+  LowUtilDetector d(50, 10s);
+  CHECK_FALSE(d.on_sample(0s, 10));
+  CHECK_FALSE(d.on_sample(9s, 10));
+  CHECK_FALSE(d.on_sample(10s, 50));  // at the threshold is not below it
+  CHECK_FALSE(d.on_sample(15s, 10));
+  CHECK_FALSE(d.on_sample(24s, 10));
+  auto alert = d.on_sample(25s, 10);
+  REQUIRE(alert);
+  CHECK(alert->lasted == 10s);
+}
+
+TEST_CASE("the warning names the GPU, the rank, the level, the time and what to do") {
+  auto text = low_util_warning("1", 1, {35.4, 60s});
+  CHECK(text.find(
+            "GPU 1 (rank 1) at 35 % for 60 s: raise the per-rank batch (--per-rank-batch) or DataLoader workers") == 0);
+}
