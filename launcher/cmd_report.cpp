@@ -39,7 +39,7 @@ Command add_report_command(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   sub->add_option("run_dirs", a->run_dirs, "Run directories (--run-dir/--log-dir of `run`, or the one it printed)")
       ->required();
-  sub->add_option("--out,-o", a->out, "Chart file (default: <first run dir>/loss.svg)");
+  sub->add_option("--out,-o,--chart", a->out, "Chart file (default: <first run dir>/loss.svg)");
   sub->add_option("--metric", a->metric, "Metric to chart and summarise")->capture_default_str();
   auto run = [a]() -> int {
     std::vector<launcher::RunSummary> runs;
