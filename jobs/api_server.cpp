@@ -91,18 +91,6 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-std::string read_file_tail(const fs::path& p, std::size_t max_bytes) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(in.tellg());
-  auto start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string out(size - start, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<std::size_t>(in.gcount()));
-  return out;
-}
 
 // Request targets and job files are the client's bytes: never let invalid UTF-8 break a reply.
 std::string safe_dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }

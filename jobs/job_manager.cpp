@@ -92,17 +92,6 @@ std::optional<int> latest_attempt(const fs::path& logs) {
   return best;
 }
 
-std::string read_tail(const fs::path& p, std::size_t max_bytes) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(in.tellg());
-  auto start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string out(size - start, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  return out;
-}
 
 }  // namespace
 
@@ -398,7 +387,7 @@ std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
        it.increment(ec)) {
     auto name = it->path().filename().string();
     if (name != "stdout.log" && name != "stderr.log") continue;
-    auto text = read_tail(it->path(), 1 << 20);
+    auto text = read_file_tail(it->path(), 1 << 20);
     for (std::size_t i = 0; i < res.size(); ++i) {
       if (std::regex_search(text, res[i])) return job.spec.restart.no_retry_log_patterns[i];
     }
@@ -736,7 +725,7 @@ json JobManager::job_metrics(JobId id) const {
   const auto& job = find(id);
   json out = json::object();
   auto path = log_path(id, "0", "stdout");
-  std::string text = path ? read_tail(*path, 4 << 20) : "";
+  std::string text = path ? read_file_tail(*path, 4 << 20) : "";
   for (const auto& [name, pattern] : job.spec.metrics) {
     std::regex re(pattern);
     json values = json::array();
@@ -786,6 +775,19 @@ std::string JobManager::prometheus() const {
       "# HELP ddpd_http_requests_total HTTP requests served.\n# TYPE ddpd_http_requests_total counter\n"
       "ddpd_http_requests_total {}\n",
       http_requests);
+  return out;
+}
+
+std::string read_file_tail(const fs::path& p, std::size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::size_t>(in.tellg());
+  auto start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string out(size - start, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<std::size_t>(in.gcount()));
   return out;
 }
 

@@ -104,4 +104,7 @@ class JobManager {
 
 double now_seconds();
 
+// The last max_bytes of a file (all of it when smaller); empty when it cannot be read.
+std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes);
+
 }  // namespace ddp::jobs

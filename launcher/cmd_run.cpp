@@ -514,6 +514,9 @@ Command add_run_command(CLI::App& app) {
           "--global-batch/--per-rank-batch need a fixed world size, and --nnodes MIN:MAX changes it per "
           "rendezvous round: give --nnodes N (or read WORLD_SIZE in the script)");
     }
+    // No batch flags with elastic rounds (refused above when given): plan for one node, which only
+    // checks the remaining flags (e.g. --lr-warmup-steps without a policy).
+    if (batch_nodes == 0) batch_nodes = 1;
     if (auto batch = launcher::plan_batch({a->global_batch, a->per_rank_batch, a->lr_warmup_steps,
                                            batch_nodes * c.plan.nproc_per_node, batch_nodes})) {
       for (const auto& [k, v] : batch->env()) c.base_env[k] = v;

@@ -31,6 +31,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop_process(proc, timeout=10):
+    """SIGTERM a child, SIGKILL it if it is still alive after timeout seconds, and reap it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class StoreProcess:
     """`ddp-launch store --port 0` as a child; .port once it printed port=<n>."""
 
@@ -56,13 +67,7 @@ class StoreProcess:
         self.host = host
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         return self.proc.stderr.read()
 
     def __enter__(self):

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, TestFailure, check
+from harness import DDP_LAUNCH, PYTHON, LineReader, TestFailure, check, stop_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -95,13 +95,8 @@ class Daemon:
         self.proc.wait(timeout=10)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            stop_process(self.proc)
 
     def cleanup(self):
         """Stops the daemon and every job supervisor it left running, then removes the directory."""
