@@ -2,7 +2,8 @@
 
 Every wait here has a timeout that says what it was waiting for.
 """
-import contextlib
+import glob
+import json
 import os
 import queue
 import select
@@ -31,15 +32,63 @@ def free_port():
         return s.getsockname()[1]
 
 
-def stop_process(proc, timeout=10):
-    """SIGTERM a child, SIGKILL it if it is still alive after timeout seconds, and reap it."""
-    if proc.poll() is None:
-        proc.terminate()
+def stop_process(proc, timeout=10, close_stdin=False):
+    """Stops a child and reaps it: with close_stdin, first closes its stdin (servers and helpers
+    in these tests end at EOF) and waits timeout seconds; then SIGTERM, and SIGKILL if it is
+    still alive after timeout seconds."""
+    if proc.poll() is not None:
+        return
+    if close_stdin and proc.stdin:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
         try:
             proc.wait(timeout=timeout)
+            return
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def alive(pid):
+    """True while /proc/<pid> exists and is not a zombie (a zombie is dead for our purposes)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def wait_dead(pids, seconds):
+    """Waits up to `seconds` for every pid to be gone; returns the ones still alive."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.01)
+    return [p for p in pids if alive(p)]
+
+
+def children(pid):
+    """The pids of a process's direct children (every thread's /proc/<pid>/task/*/children)."""
+    out = set()
+    for path in glob.glob(f"/proc/{pid}/task/*/children"):
+        try:
+            with open(path) as f:
+                out |= {int(p) for p in f.read().split()}
+        except OSError:
+            pass
+    return out
+
+
+def read_events(path):
+    """The JSON lines of a supervisor's --events file."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 class StoreProcess:

@@ -5,7 +5,7 @@ Every wait here has a timeout that says what it was waiting for.
 import os
 import subprocess
 
-from harness import PYTHON, LineReader, TestFailure  # noqa: F401 (LineReader re-exported)
+from harness import PYTHON, LineReader, TestFailure, stop_process  # noqa: F401 (LineReader re-exported)
 
 BIN_DIR = os.environ.get("DDP_BIN_DIR", "build/bin")
 DRIVER = os.path.join(BIN_DIR, "store-client-driver")
@@ -43,13 +43,7 @@ class TorchServer:
         self.port = int(line.strip().split("=", 1)[1])
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, close_stdin=True)
 
     def __enter__(self):
         return self

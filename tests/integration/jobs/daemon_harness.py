@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, TestFailure, check, stop_process
+from harness import DDP_LAUNCH, PYTHON, LineReader, TestFailure, check, stop_process, alive  # noqa: F401 (alive re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -124,15 +124,6 @@ def supervisor_pids(state_dir):
         if b"run" in argv[1:2] and any(a.startswith(state_dir.encode()) for a in argv):
             out.append(int(name))
     return out
-
-
-def alive(pid):
-    """True while /proc/<pid> exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def gated_job(name, gate, ranks=1, extra=""):

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests, read_events, alive
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "allreduce_worker.py")
@@ -24,24 +24,6 @@ def launch(*args, events=None, timeout=90):
         cmd += ["--events", events]
     r = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout)
     return r
-
-
-def read_events(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); it is dead for our purposes
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_two_ranks_succeed_with_torchrun_env_and_events():

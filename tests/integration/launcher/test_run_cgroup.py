@@ -3,7 +3,6 @@ mounted; the memory part also with a v1 memory hierarchy or the v2 memory contro
 double-forked `setsid` daemon, which no process-group kill reaches, is killed when the job stops or
 when the supervisor is SIGKILLed; a rank over --memory-limit-per-rank is reported as OOM-killed.
 Where cgroups are not writable each test says it was skipped (and checks the fallback instead)."""
-import json
 import os
 import re
 import signal
@@ -11,31 +10,11 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, check, run_tests
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, read_events, run_tests, wait_dead
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TREE = os.path.join(HERE, "tree_worker.py")
 HOG = os.path.join(HERE, "memory_hog_worker.py")
-
-
-def read_events(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def wait_dead(pids, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.01)
-    return [p for p in pids if alive(p)]
 
 
 def daemon_of(stdout):
@@ -63,7 +42,7 @@ def test_setsid_daemon_is_killed_when_the_job_ends():
             print("     skipped: cgroups are not writable here (process groups alone cannot reach the daemon)")
             return
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
-        check(sid != worker_of(r.stdout), f"the daemon stayed in the worker's session: the test proves nothing")
+        check(sid != worker_of(r.stdout), "the daemon stayed in the worker's session: the test proves nothing")
         survivors = wait_dead([daemon], 1.0)
         for p in survivors:
             os.kill(p, signal.SIGKILL)

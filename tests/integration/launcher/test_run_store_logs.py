@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, run_tests
+from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "store_logs_worker.py")
@@ -22,22 +22,6 @@ DIST = ["--dist-url", "{filestore_url}", "--world-size", "{world_size}", "--rank
 def launch(*args, timeout=60):
     return subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, *args], capture_output=True, text=True,
                           timeout=timeout)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def children(pid):
-    out = set()
-    for path in glob.glob(f"/proc/{pid}/task/*/children"):
-        with open(path) as f:
-            out |= {int(p) for p in f.read().split()}
-    return out
 
 
 def read(path):

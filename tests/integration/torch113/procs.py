@@ -3,7 +3,7 @@ import os
 import subprocess
 import threading
 
-from harness import PYTHON, LineReader, TestFailure
+from harness import PYTHON, LineReader, TestFailure, stop_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,17 +47,7 @@ class Child:
                               f"stderr:\n{self.stderr_tail()}") from None
 
     def stop(self):
-        if self.proc.poll() is None:
-            if self.proc.stdin:
-                try:
-                    self.proc.stdin.close()  # the servers and helpers here end when stdin closes
-                except OSError:
-                    pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout=5, close_stdin=True)  # the servers and helpers here end at EOF
 
     def __enter__(self):
         return self
