@@ -144,7 +144,8 @@ double conf_seconds(const std::string& key, const std::string& value) {
 }
 
 // torchrun's --rdzv-conf "k=v,k=v": join_timeout, last_call_timeout, keep_alive_interval,
-// keep_alive_max_attempt, is_host, read_timeout (accepted); ours: heartbeat_timeout, exit_barrier_timeout.
+// keep_alive_max_attempt, is_host, read_timeout (accepted); ours: heartbeat_timeout, exit_barrier_timeout,
+// store_lost_timeout.
 void apply_rdzv_conf(const std::string& conf, launcher::RendezvousConfig& rc) {
   double keep_alive = -1, attempts = 3, heartbeat = -1;
   std::size_t start = 0;
@@ -169,6 +170,8 @@ void apply_rdzv_conf(const std::string& conf, launcher::RendezvousConfig& rc) {
       attempts = conf_seconds(key, value);
     } else if (key == "exit_barrier_timeout") {
       rc.exit_barrier = ms(conf_seconds(key, value));
+    } else if (key == "store_lost_timeout") {
+      rc.store_lost_timeout = ms(conf_seconds(key, value));
     } else if (key == "is_host") {
       if (value == "1" || value == "true" || value == "True")
         rc.is_host = true;
@@ -182,7 +185,7 @@ void apply_rdzv_conf(const std::string& conf, launcher::RendezvousConfig& rc) {
       throw UsageError(
           fmt::format("--rdzv-conf: unknown key '{}' (known: join_timeout, last_call_timeout, "
                       "heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt, is_host, "
-                      "exit_barrier_timeout)",
+                      "exit_barrier_timeout, store_lost_timeout)",
                       key));
     }
   }

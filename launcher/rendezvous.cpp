@@ -80,6 +80,10 @@ class RendezvousHost : public Rendezvous {
       // Decide outside the store's request handling: it may be iterating its own tables.
       asio::post(io_, [this, k = std::string(key.substr(p_.size())), v = std::string(value)] { on_key(k, v); });
     });
+    // Who hosts: the other nodes name this supervisor when the store goes, and tell a restarted
+    // one (a new token) from this one when they reconnect.
+    server_->set_local(p_ + "host",
+                       json{{"token", self_.token}, {"host", self_.host}, {"pid", static_cast<int>(::getpid())}}.dump());
     server_->start();
     spdlog::info("rendezvous store (c10d, run id {}) hosted here on {}:{}", config_.run_id, config_.endpoint_host,
                  server_->port());
@@ -127,7 +131,18 @@ class RendezvousHost : public Rendezvous {
           "exit barrier: not every node reported its end within {} s (nodes of round {}: {}); closing "
           "the rendezvous store",
           std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count(), machine_.round(), missing);
-      std::exchange(all_done_, nullptr)();
+      // Those still running learn why the store goes (rather than finding it gone); the ones done
+      // read nothing more.
+      auto msg = json{{"reason", fmt::format("the rendezvous host {} finished and closed its store after waiting "
+                                             "exit_barrier_timeout ({} s) for the other nodes to finish",
+                                             self_.host,
+                                             std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count())},
+                      {"closed", true}}
+                     .dump();
+      for (const auto& s : machine_.current().nodes) {
+        if (s.token != self_.token) server_->set_local(fmt::format("{}wake/{}/{}", p_, s.token, machine_.round()), msg);
+      }
+      linger(std::exchange(all_done_, nullptr), 300ms);
     });
   }
 
@@ -194,6 +209,10 @@ class RendezvousHost : public Rendezvous {
                        json{{"round", r.round}, {"world_size", r.world_size}, {"nodes", members}}.dump());
     std::optional<RoundAssignment> mine;
     std::string hosts;
+    int store_node_rank = -1;  // this node's rank in the round: the others name it if the store goes
+    for (const auto& s : r.nodes) {
+      if (s.token == self_.token) store_node_rank = s.node_rank;
+    }
     for (const auto& s : r.nodes) {
       RoundAssignment a{r.round,      s.node_rank,  static_cast<int>(r.nodes.size()),
                         r.world_size, s.rank_base,  s.nproc,
@@ -211,7 +230,8 @@ class RendezvousHost : public Rendezvous {
              {"nproc", a.nproc},
              {"master_addr", a.master_addr},
              {"master_port", a.master_port},
-             {"changed", a.membership_changed}};
+             {"changed", a.membership_changed},
+             {"store_node_rank", store_node_rank}};
       server_->set_local(fmt::format("{}assign/{}/{}", p_, s.token, s.seq), j.dump());
     }
     spdlog::info("rendezvous round {} closed: {} node(s), world size {} [{}]", r.round, r.nodes.size(), r.world_size,
@@ -388,37 +408,81 @@ class RendezvousClient : public Rendezvous {
       return std::make_unique<store::StoreClient>(o);
     }
 
+    // Who hosts the store (its `host` key): named when the store goes; a new token after a
+    // reconnect means the store is a new one, without this job's state.
+    struct StoreHost {
+      std::string token;
+      std::string host;
+      int pid = 0;
+      int node_rank = -1;  // in the last round this node was assigned
+    };
+    StoreHost store_host;
+
+    static std::optional<StoreHost> read_store_host(store::StoreClient& c, const std::string& p) {
+      if (!c.check({p + "host"})) return std::nullopt;
+      auto value = c.get(p + "host");
+      try {
+        auto j = json::parse(value);
+        return StoreHost{j.at("token").get<std::string>(), j.at("host").get<std::string>(), j.value("pid", 0), -1};
+      } catch (const json::exception& e) {
+        spdlog::warn("rendezvous: ignoring a malformed host key ({}): {}", e.what(), value.substr(0, 200));
+        return std::nullopt;
+      }
+    }
+
+    std::string store_host_words() const {
+      if (store_host.token.empty()) return fmt::format("the supervisor that hosts {}", endpoint());
+      if (store_host.node_rank >= 0) {
+        return fmt::format("the supervisor of node {} (host {}, pid {})", store_host.node_rank, store_host.host,
+                           store_host.pid);
+      }
+      return fmt::format("the supervisor on host {} (pid {})", store_host.host, store_host.pid);
+    }
+
+    void close_with(std::string why) {
+      post([this, why = std::move(why)] {
+        if (cb.closed) cb.closed(why);
+      });
+    }
+
     void run() {
+      using Clock = std::chrono::steady_clock;
       const auto p = prefix(config);
       const auto hb_interval = std::clamp<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 3, 50ms, 5000ms);
       const auto chunk = std::min<std::chrono::milliseconds>(200ms, hb_interval);
+      // Once joined, the store must answer within this window (a heartbeat's reply, a wait's):
+      // meanwhile the client reconnects with backoff; past it, the store's host is gone.
+      const auto lost_window = config.store_lost_window();
       enum class Mode { Idle, Assign, Running, Over } mode = Mode::Idle;
       std::string key;  // the key we wait for
       int round = -1;
-      auto join_started = std::chrono::steady_clock::now();
-      auto last_hb = std::chrono::steady_clock::now() - hb_interval;
-      std::optional<std::chrono::steady_clock::time_point> unreachable_since;
-      std::int64_t beats = 0;
+      auto join_started = Clock::now();
+      auto last_hb = Clock::now() - hb_interval;
+      std::optional<Clock::time_point> unreachable_since;
+      auto last_contact = Clock::now();  // the store last answered
+      int reconnects = 0;                // attempts since it last answered
+      std::string last_error;
       std::unique_ptr<store::StoreClient> client;
       // The first connection may wait for the host to come up, for the join timeout; it is made in
       // short tries, because the client reconnects with its own connect timeout later, and a link
       // that goes dark must be noticed within the heartbeat timeout.
       const auto retry_connect = std::max<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 2, 1000ms);
-      const auto give_up = std::chrono::steady_clock::now() + config.policy.join_timeout;
+      const auto give_up = Clock::now() + config.policy.join_timeout;
       while (!client && !stopping()) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
         try {
           client = connect(std::clamp<std::chrono::milliseconds>(left, 1ms, retry_connect));
+          if (auto h = read_store_host(*client, p)) store_host = *h;
+          last_contact = Clock::now();
           std::lock_guard lock(mu);
           connected = true;
         } catch (const store::StoreError& e) {
-          if (std::chrono::steady_clock::now() < give_up) continue;
-          post([this, why = fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
-                                        "Check --rdzv-endpoint (the host that runs the first supervisor, and its "
-                                        "port) and that this node can reach it",
-                                        endpoint(), config.policy.join_timeout.count() / 1000, e.what())] {
-            if (cb.closed) cb.closed(why);
-          });
+          client.reset();
+          if (Clock::now() < give_up) continue;
+          close_with(fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
+                                 "Check --rdzv-endpoint (the host that runs the first supervisor, and its "
+                                 "port) and that this node can reach it",
+                                 endpoint(), config.policy.join_timeout.count() / 1000, e.what()));
           mode = Mode::Over;
           break;
         }
@@ -441,7 +505,30 @@ class RendezvousClient : public Rendezvous {
           continue;
         }
         try {
-          if (!client) client = connect(retry_connect);
+          if (!client) {
+            ++reconnects;
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(last_contact + lost_window - Clock::now());
+            client = connect(std::clamp<std::chrono::milliseconds>(left, 1ms, retry_connect));
+            auto h = read_store_host(*client, p);
+            if (h && !store_host.token.empty() && h->token != store_host.token) {
+              // Someone restarted the host's supervisor: the rounds, the members and the workers'
+              // store of this job died with the old one, so there is nothing to rejoin.
+              mode = Mode::Over;
+              close_with(fmt::format(
+                  "the rendezvous store at {} came back as a new process (host {}, pid {}) after {} ms: this job's "
+                  "rendezvous state died with {}, so this node cannot go on: stopping its workers. Restart the "
+                  "job on every node",
+                  endpoint(), h->host, h->pid,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_contact).count(),
+                  store_host_words()));
+              continue;
+            }
+            spdlog::info("rendezvous store {} reachable again after {} ms ({} reconnect attempt(s))", endpoint(),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_contact).count(),
+                         reconnects);
+            last_contact = Clock::now();
+            reconnects = 0;
+          }
           if (cmd) {
             switch (cmd->kind) {
               case Command::Join:
@@ -449,7 +536,7 @@ class RendezvousClient : public Rendezvous {
                 client->set(fmt::format("{}join/{}/{}", p, info.token, info.seq), node_json(info).dump());
                 key = fmt::format("{}assign/{}/{}", p, info.token, info.seq);
                 mode = Mode::Assign;
-                join_started = std::chrono::steady_clock::now();
+                join_started = Clock::now();
                 break;
               case Command::Done:
               case Command::Leave:
@@ -461,22 +548,25 @@ class RendezvousClient : public Rendezvous {
             if (cmd->then) post(cmd->then);
             cmd.reset();
           }
-          auto now = std::chrono::steady_clock::now();
+          auto now = Clock::now();
           if (now - last_hb >= hb_interval && mode != Mode::Over) {
-            client->set(fmt::format("{}hb/{}", p, info.token), std::to_string(++beats));
+            // ADD, not SET: its reply is the proof that the store is still there.
+            client->add(fmt::format("{}hb/{}", p, info.token), 1);
             last_hb = now;
+            last_contact = Clock::now();
           }
           unreachable_since.reset();
           if (mode == Mode::Assign || mode == Mode::Running) {
             try {
               client->wait({key}, chunk);
-            } catch (const store::StoreTimeout&) {
-              if (mode == Mode::Assign &&
-                  std::chrono::steady_clock::now() - join_started > config.policy.join_timeout) {
-                post([this, why = fmt::format("no rendezvous round admitted this node within the join timeout ({} s)",
-                                              config.policy.join_timeout.count() / 1000)] {
-                  if (cb.closed) cb.closed(why);
-                });
+              last_contact = Clock::now();
+            } catch (const store::StoreTimeout& e) {
+              // A chunk passed (or, on a dark link, the wait's cancel got no answer: then no
+              // heartbeat gets one either, and the window below runs out).
+              if (Clock::now() - last_contact >= lost_window) throw;
+              if (mode == Mode::Assign && Clock::now() - join_started > config.policy.join_timeout) {
+                close_with(fmt::format("no rendezvous round admitted this node within the join timeout ({} s)",
+                                       config.policy.join_timeout.count() / 1000));
                 mode = Mode::Over;
               }
               continue;
@@ -487,9 +577,7 @@ class RendezvousClient : public Rendezvous {
               std::string reason = j.value("reason", std::string("?"));
               if (closed) {
                 mode = Mode::Over;
-                post([this, reason] {
-                  if (cb.closed) cb.closed(reason);
-                });
+                close_with(reason);
               } else {
                 mode = Mode::Idle;
                 post([this, reason] {
@@ -499,6 +587,7 @@ class RendezvousClient : public Rendezvous {
             } else {
               auto a = parse_assignment(j);
               round = a.round;
+              store_host.node_rank = j.value("store_node_rank", -1);
               key = fmt::format("{}wake/{}/{}", p, info.token, round);
               mode = Mode::Running;
               post([this, a] {
@@ -507,9 +596,10 @@ class RendezvousClient : public Rendezvous {
             }
           }
         } catch (const store::StoreError& e) {
-          // The store is gone or unreachable: after the heartbeat timeout the host counts us as dead,
-          // so stop the workers and try to come back; past the join timeout, give up.
+          // The store does not answer: reconnect (with backoff, in the client) until the window
+          // since its last answer runs out; then its host is gone, and nobody can go on.
           client.reset();
+          last_error = e.what();
           if (cmd && cmd->kind != Command::Join) {
             // Done or Leave: the store is gone; nobody is left to tell.
             if (cmd->then) post(cmd->then);
@@ -520,31 +610,37 @@ class RendezvousClient : public Rendezvous {
             std::lock_guard lock(mu);
             commands.push_front(std::move(*cmd));
           }
-          auto now = std::chrono::steady_clock::now();
+          auto now = Clock::now();
           if (!unreachable_since) {
             unreachable_since = now;
-            spdlog::warn("rendezvous store {} unreachable: {}", endpoint(), e.what());
+            spdlog::warn("rendezvous store {} not answering ({}); reconnecting for up to {} ms since its last answer",
+                         endpoint(), e.what(), lost_window.count());
           }
-          if (mode == Mode::Running && now - *unreachable_since >= config.policy.heartbeat_timeout) {
-            mode = Mode::Idle;
-            post([this, why = fmt::format("lost the rendezvous store {} for {} ms", endpoint(),
-                                          config.policy.heartbeat_timeout.count())] {
-              if (cb.round_ended) cb.round_ended(why);
-            });
-          } else if (now - *unreachable_since >= config.policy.join_timeout) {
+          if (now - last_contact >= lost_window) {
             mode = Mode::Over;
-            post([this, why = fmt::format("lost the rendezvous store {}: unreachable for the join timeout ({} s): {}",
-                                          endpoint(), config.policy.join_timeout.count() / 1000, e.what())] {
-              if (cb.closed) cb.closed(why);
+            close_with(fmt::format(
+                "the rendezvous store at {} is gone: no answer for {:.1f} s, reconnecting with backoff (last error: {}). "
+                "It lived in {}, which was killed, or whose host is down or cut off from this node; the job's "
+                "rendezvous state died with it, so no node can go on: stopping this node's workers. Restart the "
+                "job on every node (--rdzv-conf store_lost_timeout=SECONDS waits longer for a flaky link; now {} s)",
+                endpoint(), std::chrono::duration<double>(now - last_contact).count(), last_error,
+                store_host_words(), std::chrono::duration<double>(lost_window).count()));
+            continue;
+          }
+          if (mode == Mode::Running && now - last_contact >= config.policy.heartbeat_timeout) {
+            // A longer store_lost_timeout: the host (if it lives) counts this node dead by now and
+            // the others go on without it; stop the workers and rejoin when the store answers again.
+            mode = Mode::Idle;
+            post([this, why = fmt::format("lost the rendezvous store {} for {} ms; rejoining when it answers again",
+                                          endpoint(), config.policy.heartbeat_timeout.count())] {
+              if (cb.round_ended) cb.round_ended(why);
             });
           }
           std::unique_lock lock(mu);
-          cv.wait_for(lock, 200ms, [&] { return stop; });
+          cv.wait_for(lock, std::min<std::chrono::milliseconds>(200ms, hb_interval), [&] { return stop; });
         } catch (const std::exception& e) {
           mode = Mode::Over;
-          post([this, why = fmt::format("rendezvous: unexpected answer from {}: {}", endpoint(), e.what())] {
-            if (cb.closed) cb.closed(why);
-          });
+          close_with(fmt::format("rendezvous: unexpected answer from {}: {}", endpoint(), e.what()));
         }
       }
     }

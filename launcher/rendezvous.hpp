@@ -7,13 +7,16 @@
 // Key layout under "rdzv/<run id>/" (O(1) store operations per node and round; the host computes
 // the assignment once and writes one key per node):
 //   node → host   join/<token>/<seq>   {token, host, nproc, hint, seq}      (SET)
-//                 hb/<token>           heartbeat count                        (SET, every interval)
+//                 hb/<token>           heartbeat count                        (ADD, every interval: its
+//                                                                        reply proves the store is there)
 //                 done/<token>         its workers all succeeded              (SET)
 //                 leave/<token>        why it gives up                        (SET)
 //   host → node   assign/<token>/<seq> {round, node_rank, nnodes, world_size, rank_base, master_addr,
 //                                       master_port} or {closed: why}         (node: WAIT + GET)
 //                 wake/<token>/<round> {reason, closed}: stop and rejoin     (node: WAIT + GET)
 //                 round/<round>        the membership, for diagnosis
+//                 host                 {token, host, pid}: who hosts this store (set before it listens;
+//                                      read by a node when it connects, and again on every reconnect)
 // The workers meet in a separate store the host runs on an ephemeral port (MASTER_ADDR is the
 // endpoint's host): it is reset when a round is published, while the rendezvous keys live on.
 #include <boost/asio/io_context.hpp>
@@ -39,6 +42,13 @@ struct RendezvousConfig {
   int nproc = 1;
   int rank_hint = -1;
   std::optional<bool> is_host;  // --rdzv-conf is_host=…; default: whoever can bind the endpoint
+  // A joined node that gets no answer from the rendezvous store for this long (reconnecting with
+  // backoff meanwhile) gives up: the store's host is gone, and the job's rendezvous state with it.
+  // 0: the heartbeat timeout (the host would count the node dead by then anyway).
+  std::chrono::milliseconds store_lost_timeout{0};
+  std::chrono::milliseconds store_lost_window() const {
+    return store_lost_timeout.count() > 0 ? store_lost_timeout : policy.heartbeat_timeout;
+  }
 };
 
 // What this node learns when a round closes. Identical round/nnodes/world_size on every node.

@@ -1,5 +1,5 @@
 """Dynamic rendezvous (--rdzv-backend c10d) with several supervisors on loopback: rounds, ranks,
-node death and re-admission, restarts, store lifetime, a wrong endpoint. Light workers (no torch)
+node death and re-admission, restarts, store lifetime, the store host killed, a wrong endpoint. Light workers (no torch)
 except the first test, which trains with gloo across three "nodes" of different sizes."""
 import os
 import signal
@@ -127,6 +127,20 @@ def test_host_keeps_the_store_until_every_node_finished():
         check("every node finished" in host.stderr(), host.stderr()[-2000:])
 
 
+def test_host_past_its_exit_barrier_tells_the_others_why_its_store_goes():
+    ep = endpoint()
+    with Workdir() as w:
+        quick = os.path.join(w.path, "quick")
+        open(quick, "w").close()
+        conf = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=60,exit_barrier_timeout=2"
+        host = w.node("host", ep, "2", [LIGHT_WORKER, "--stop-file", quick], conf=conf)
+        host.wait_event("started", 30, "the host is up")
+        other = w.node("other", ep, "2", [LIGHT_WORKER, "--stop-file", w.stop_file()], conf=conf)
+        check(host.wait_exit(30, "the host to close after its exit barrier") == 0, host.stderr()[-2000:])
+        check(other.wait_exit(15, "the other node to learn why") == 1, other.stderr()[-2000:])
+        check("closed its store after waiting exit_barrier_timeout (2 s)" in other.stderr(), other.stderr()[-2000:])
+
+
 def test_wrong_endpoint_is_a_clear_error_within_the_join_timeout():
     ep = endpoint()
     with Workdir() as w:
@@ -178,6 +192,69 @@ def test_stopping_the_host_ends_the_job_everywhere_at_once():
             check("the rendezvous host a left" in n.stderr(), n.stderr()[-2000:])
 
 
+def alive(pid):
+    """Running (a zombie, or a pid gone, is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def test_killed_store_host_ends_the_job_on_every_node_within_the_heartbeat_timeout():
+    ep = endpoint()
+    with Workdir() as w:
+        args = [LIGHT_WORKER, "--stop-file", w.stop_file(), "--seconds", "300"]
+        # A long join timeout: before, the others waited it out (600 s by default) before failing.
+        conf = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=300,exit_barrier_timeout=60"
+        a = w.node("a", ep, "2:3", args, conf=conf, nproc=2)
+        a.wait_event("started", 30, "a is up: it hosts the rendezvous store")
+        b, c = (w.node(x, ep, "2:3", args, conf=conf, nproc=2) for x in ("b", "c"))
+        ranks = {n.name: n.wait_event("rendezvous_complete", 60, "round 0 with three nodes", round=0,
+                                      nodes=3)["node_rank"] for n in (a, b, c)}
+        for n in (a, b, c):
+            n.wait_event("rank_started", 30, "its second worker", local_rank=1)
+        pids = [e["pid"] for n in (a, b, c) for e in n.events() if e.get("event") == "rank_started"]
+        check(len(pids) == 6, f"six workers: {pids}")
+        a.kill(signal.SIGKILL)
+        killed = time.monotonic()
+        for n in (b, c):
+            rc = n.wait_exit(2 + 10, "a clear error within the heartbeat timeout (2 s) + a few seconds")
+            took = time.monotonic() - killed
+            err = n.stderr()
+            check(rc == 1, f"{n.name}: exit {rc}: {err[-2000:]}")
+            check(f"the rendezvous store at {ep} is gone" in err, f"{n.name}: {err[-2000:]}")
+            check(f"node {ranks['a']} (host a, pid {a.proc.pid})" in err, f"{n.name} names the store host: {err[-2000:]}")
+            check("Restart the job on every node" in err, f"{n.name}: {err[-2000:]}")
+            closed = n.wait_event("rendezvous_closed", 1, "the reason in the event stream")
+            check("is gone" in closed["reason"], f"{closed}")
+            print(f"    {n.name} exited {took:.1f}s after the store host was killed (heartbeat timeout 2s)")
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in pids):
+            check(time.monotonic() < deadline, f"workers left running: {[p for p in pids if alive(p)]}")
+            time.sleep(0.05)
+
+
+def test_store_lost_timeout_is_the_window():
+    ep = endpoint()
+    with Workdir() as w:
+        args = [LIGHT_WORKER, "--stop-file", w.stop_file(), "--seconds", "300"]
+        conf = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=300,exit_barrier_timeout=60"
+        a = w.node("a", ep, "2", args, conf=conf)
+        a.wait_event("started", 30, "a is up: it hosts the rendezvous store")
+        b = w.node("b", ep, "2", args, conf=conf + ",store_lost_timeout=6")
+        b.wait_event("rendezvous_complete", 60, "round 0", round=0)
+        a.kill(signal.SIGKILL)
+        killed = time.monotonic()
+        # Past the heartbeat timeout b stops its workers (the host would count it dead) and keeps trying.
+        b.wait_event("round_ended", 10, "b stops its workers after the heartbeat timeout", round=0)
+        check(b.wait_exit(6 + 10, "the error after the 6 s window") == 1, b.stderr()[-2000:])
+        took = time.monotonic() - killed
+        check(took >= 4.5, f"b gave up after {took:.1f}s, well before its 6 s window")
+        check("is gone: no answer for 6." in b.stderr(), b.stderr()[-2000:])
+        print(f"    b exited {took:.1f}s after the kill (store_lost_timeout 6s)")
+
+
 def test_bad_flags_are_usage_errors():
     import subprocess
     from harness import DDP_LAUNCH
@@ -201,6 +278,9 @@ TESTS = [
     test_dead_node_survivors_go_on_smaller_and_it_comes_back,
     test_a_stopped_node_leaves_and_the_others_go_on_at_once,
     test_stopping_the_host_ends_the_job_everywhere_at_once,
+    test_killed_store_host_ends_the_job_on_every_node_within_the_heartbeat_timeout,
+    test_store_lost_timeout_is_the_window,
+    test_host_past_its_exit_barrier_tells_the_others_why_its_store_goes,
     test_three_nodes_of_different_sizes_train_with_gloo,
 ]
 # Names on the command line run only those tests.

@@ -1,7 +1,7 @@
 """Dynamic rendezvous across network namespaces as hosts (own addresses, a bridge between them):
 a torch gloo job over 3 hosts; a host's supervisor killed, and separately a host's link cut → the
 others re-rendezvous and go on at the smaller size; the host comes back → admitted at the next
-round. A wrong endpoint → a clear error within the join timeout. Needs root (skipped otherwise)."""
+round. The store host's link cut → every node ends the job with an error naming it. A wrong endpoint → a clear error within the join timeout. Needs root (skipped otherwise)."""
 import os
 import signal
 import socket
@@ -25,10 +25,18 @@ PORT = 29411
 ENV = {k: v for k, v in os.environ.items() if k != "GLOO_SOCKET_IFNAME"}
 
 
-def start(w, hosts, i, name=None, nproc=1):
-    args = [WORKER, "--stop-file", w.stop_file()]
-    return w.node(name or f"h{i}", f"{hosts.addr(1)}:{PORT}", "2:3", args, nproc=nproc, conf=FAST,
+def start(w, hosts, i, name=None, nproc=1, conf=FAST, worker=WORKER):
+    args = [worker, "--stop-file", w.stop_file()]
+    return w.node(name or f"h{i}", f"{hosts.addr(1)}:{PORT}", "2:3", args, nproc=nproc, conf=conf,
                   prefix=hosts.exec_prefix(i), env=ENV)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
 
 
 def test_killed_host_then_it_comes_back():
@@ -55,9 +63,40 @@ def test_killed_host_then_it_comes_back():
         finish(w, (nodes[0], nodes[1], back))
 
 
+def test_store_hosts_link_cut_ends_the_job_on_every_node():
+    with Hosts(3) as hosts, Workdir() as w:
+        nodes = [start(w, hosts, i, worker=LIGHT_WORKER) for i in (1, 2, 3)]
+        ranks = {n.name: n.wait_event("rendezvous_complete", 120, "round 0 over three hosts", round=0,
+                                      nodes=3)["node_rank"] for n in nodes}
+        for n in nodes:
+            n.wait_event("rank_started", 60, "its worker", local_rank=0)
+        pids = [e["pid"] for n in nodes for e in n.events() if e.get("event") == "rank_started"]
+        t0 = time.monotonic()
+        hosts.cut(1)  # h1 hosts the rendezvous store (the endpoint is its address)
+        for n in nodes[1:]:
+            rc = n.wait_exit(3 + 15, "a clear error within the heartbeat timeout (3 s) + a few seconds")
+            err = n.stderr()
+            check(rc == 1, f"{n.name}: exit {rc}: {err[-2000:]}")
+            check(f"the rendezvous store at {hosts.addr(1)}:{PORT} is gone" in err and
+                  f"node {ranks['h1']} (host h1," in err, f"{n.name}: {err[-2000:]}")
+            print(f"    {n.name} exited {time.monotonic() - t0:.1f}s after the store host's link was cut "
+                  "(heartbeat timeout 3s)")
+        # The host, alone on its side, counts the others dead and stops its workers; below MIN it
+        # waits (up to the join timeout) for nodes to come back, as after any node loss.
+        nodes[0].wait_event("round_ended", 30, "h1 ends round 0 without the others", round=0)
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in pids):
+            check(time.monotonic() < deadline, f"workers left running: {[p for p in pids if alive(p)]}")
+            time.sleep(0.05)
+
+
 def test_cut_link_then_healed():
     with Hosts(3) as hosts, Workdir() as w:
-        nodes = [start(w, hosts, 1, nproc=2), start(w, hosts, 2), start(w, hosts, 3)]
+        # h3 waits for the store longer than the heartbeat timeout: it stops its workers after 3 s
+        # and rejoins once the link heals (by default it would give up after 3 s: it cannot tell its
+        # own cut link from the store host's).
+        nodes = [start(w, hosts, 1, nproc=2), start(w, hosts, 2),
+                 start(w, hosts, 3, conf=FAST + ",store_lost_timeout=120")]
         for n in nodes:
             n.wait_event("rendezvous_complete", 120, "round 0 over three hosts", round=0)
         wait_gloo(nodes[0], 0, 4)
@@ -117,6 +156,7 @@ TESTS = [
     test_wrong_endpoint_fails_within_the_join_timeout,
     test_killed_host_then_it_comes_back,
     test_cut_link_then_healed,
+    test_store_hosts_link_cut_ends_the_job_on_every_node,
 ]
 # Names on the command line run only those tests.
 run_tests([t for t in TESTS if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
