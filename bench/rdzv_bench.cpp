@@ -5,6 +5,7 @@
 // assign/<token>/1. Time: from the release of all joiners until the last one holds its assignment.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -26,8 +27,16 @@ using json = nlohmann::json;
 
 namespace {
 
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 struct Result {
   double seconds = 0;
+  double cpu = 0;  // the whole process (host and joiners) during the round
   int assigned = 0;
   int world = 0;
   std::string error;
@@ -102,10 +111,12 @@ Result run_once(int k) {
       }
     });
   }
+  const double cpu0 = cpu_seconds();
   start.arrive_and_wait();
   for (auto& t : nodes) t.join();
   Result r;
   r.seconds = duration<double>(steady_clock::now() - t0).count();
+  r.cpu = cpu_seconds() - cpu0;
   r.assigned = assigned + (host_world.get_future().wait_for(seconds(10)) == std::future_status::ready ? 1 : 0);
   r.world = world;
   r.error = error;
@@ -133,6 +144,7 @@ int main(int argc, char** argv) {
         "| nodes K | ranks (8 per node) | median ms | min ms | max ms | goal | met |\n|---|---|---|---|---|---|---|\n");
   for (int k : ks) {
     std::vector<double> t;
+    std::vector<double> cpu;
     std::string error;
     for (int i = 0; i < reps; ++i) {
       auto r = run_once(k);
@@ -142,15 +154,22 @@ int main(int argc, char** argv) {
         break;
       }
       t.push_back(r.seconds);
+      cpu.push_back(r.cpu);
     }
     if (!error.empty()) {
       fmt::print(stderr, "K={}: {}\n", k, error);
       continue;
     }
     std::sort(t.begin(), t.end());
+    std::sort(cpu.begin(), cpu.end());
     double med = t[t.size() / 2];
     if (as_json) {
-      fmt::print("{}\n", json{{"nodes", k}, {"median_s", med}, {"min_s", t.front()}, {"max_s", t.back()}}.dump());
+      fmt::print("{}\n", json{{"nodes", k},
+                              {"median_s", med},
+                              {"min_s", t.front()},
+                              {"max_s", t.back()},
+                              {"cpu_s", cpu[cpu.size() / 2]}}
+                             .dump());
     } else {
       fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n", k, 8 * k, med * 1e3, t.front() * 1e3, t.back() * 1e3,
                  k == 512 ? "< 1 s" : "", k == 512 ? (med < 1.0 ? "yes" : "no") : "");
