@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 
-from harness import TestFailure, check, free_port, run_tests
+from harness import TestFailure, check, free_port, run_tests, wait_dead
 from rdzv_common import HERE, LIGHT_WORKER, Workdir
 
 FAST = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=60,exit_barrier_timeout=60"
@@ -192,15 +192,6 @@ def test_stopping_the_host_ends_the_job_everywhere_at_once():
             check("the rendezvous host a left" in n.stderr(), n.stderr()[-2000:])
 
 
-def alive(pid):
-    """Running (a zombie, or a pid gone, is not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
 def test_killed_store_host_ends_the_job_on_every_node_within_the_heartbeat_timeout():
     ep = endpoint()
     with Workdir() as w:
@@ -229,10 +220,8 @@ def test_killed_store_host_ends_the_job_on_every_node_within_the_heartbeat_timeo
             closed = n.wait_event("rendezvous_closed", 1, "the reason in the event stream")
             check("is gone" in closed["reason"], f"{closed}")
             print(f"    {n.name} exited {took:.1f}s after the store host was killed (heartbeat timeout 2s)")
-        deadline = time.monotonic() + 10
-        while any(alive(p) for p in pids):
-            check(time.monotonic() < deadline, f"workers left running: {[p for p in pids if alive(p)]}")
-            time.sleep(0.05)
+        left = wait_dead(pids, 10)
+        check(not left, f"workers left running: {left}")
 
 
 def test_store_lost_timeout_is_the_window():

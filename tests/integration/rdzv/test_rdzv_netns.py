@@ -8,7 +8,7 @@ import socket
 import sys
 import time
 
-from harness import check, run_tests
+from harness import check, run_tests, wait_dead
 from netns_hosts import Hosts, available
 from rdzv_common import HERE, LIGHT_WORKER, Workdir
 
@@ -29,14 +29,6 @@ def start(w, hosts, i, name=None, nproc=1, conf=FAST, worker=WORKER):
     args = [worker, "--stop-file", w.stop_file()]
     return w.node(name or f"h{i}", f"{hosts.addr(1)}:{PORT}", "2:3", args, nproc=nproc, conf=conf,
                   prefix=hosts.exec_prefix(i), env=ENV)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 def test_killed_host_then_it_comes_back():
@@ -84,10 +76,8 @@ def test_store_hosts_link_cut_ends_the_job_on_every_node():
         # The host, alone on its side, counts the others dead and stops its workers; below MIN it
         # waits (up to the join timeout) for nodes to come back, as after any node loss.
         nodes[0].wait_event("round_ended", 30, "h1 ends round 0 without the others", round=0)
-        deadline = time.monotonic() + 10
-        while any(alive(p) for p in pids):
-            check(time.monotonic() < deadline, f"workers left running: {[p for p in pids if alive(p)]}")
-            time.sleep(0.05)
+        left = wait_dead(pids, 10)
+        check(not left, f"workers left running: {left}")
 
 
 def test_cut_link_then_healed():
