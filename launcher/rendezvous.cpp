@@ -82,8 +82,8 @@ class RendezvousHost : public Rendezvous {
     });
     // Who hosts: the other nodes name this supervisor when the store goes, and tell a restarted
     // one (a new token) from this one when they reconnect.
-    server_->set_local(p_ + "host",
-                       json{{"token", self_.token}, {"host", self_.host}, {"pid", static_cast<int>(::getpid())}}.dump());
+    server_->set_local(
+        p_ + "host", json{{"token", self_.token}, {"host", self_.host}, {"pid", static_cast<int>(::getpid())}}.dump());
     server_->start();
     spdlog::info("rendezvous store (c10d, run id {}) hosted here on {}:{}", config_.run_id, config_.endpoint_host,
                  server_->port());
@@ -133,12 +133,11 @@ class RendezvousHost : public Rendezvous {
           std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count(), machine_.round(), missing);
       // Those still running learn why the store goes (rather than finding it gone); the ones done
       // read nothing more.
-      auto msg = json{{"reason", fmt::format("the rendezvous host {} finished and closed its store after waiting "
-                                             "exit_barrier_timeout ({} s) for the other nodes to finish",
-                                             self_.host,
-                                             std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count())},
-                      {"closed", true}}
-                     .dump();
+      auto reason = fmt::format(
+          "the rendezvous host {} finished and closed its store after waiting exit_barrier_timeout ({} s) for the "
+          "other nodes to finish",
+          self_.host, std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count());
+      auto msg = json{{"reason", reason}, {"closed", true}}.dump();
       for (const auto& s : machine_.current().nodes) {
         if (s.token != self_.token) server_->set_local(fmt::format("{}wake/{}/{}", p_, s.token, machine_.round()), msg);
       }
@@ -479,10 +478,11 @@ class RendezvousClient : public Rendezvous {
         } catch (const store::StoreError& e) {
           client.reset();
           if (Clock::now() < give_up) continue;
-          close_with(fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
-                                 "Check --rdzv-endpoint (the host that runs the first supervisor, and its "
-                                 "port) and that this node can reach it",
-                                 endpoint(), config.policy.join_timeout.count() / 1000, e.what()));
+          close_with(
+              fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
+                          "Check --rdzv-endpoint (the host that runs the first supervisor, and its "
+                          "port) and that this node can reach it",
+                          endpoint(), config.policy.join_timeout.count() / 1000, e.what()));
           mode = Mode::Over;
           break;
         }
@@ -507,7 +507,8 @@ class RendezvousClient : public Rendezvous {
         try {
           if (!client) {
             ++reconnects;
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(last_contact + lost_window - Clock::now());
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(last_contact + lost_window - Clock::now());
             client = connect(std::clamp<std::chrono::milliseconds>(left, 1ms, retry_connect));
             auto h = read_store_host(*client, p);
             if (h && !store_host.token.empty() && h->token != store_host.token) {
@@ -619,12 +620,13 @@ class RendezvousClient : public Rendezvous {
           if (now - last_contact >= lost_window) {
             mode = Mode::Over;
             close_with(fmt::format(
-                "the rendezvous store at {} is gone: no answer for {:.1f} s, reconnecting with backoff (last error: {}). "
+                "the rendezvous store at {} is gone: no answer for {:.1f} s, reconnecting with backoff (last "
+                "error: {}). "
                 "It lived in {}, which was killed, or whose host is down or cut off from this node; the job's "
                 "rendezvous state died with it, so no node can go on: stopping this node's workers. Restart the "
                 "job on every node (--rdzv-conf store_lost_timeout=SECONDS waits longer for a flaky link; now {} s)",
-                endpoint(), std::chrono::duration<double>(now - last_contact).count(), last_error,
-                store_host_words(), std::chrono::duration<double>(lost_window).count()));
+                endpoint(), std::chrono::duration<double>(now - last_contact).count(), last_error, store_host_words(),
+                std::chrono::duration<double>(lost_window).count()));
             continue;
           }
           if (mode == Mode::Running && now - last_contact >= config.policy.heartbeat_timeout) {
