@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <boost/process/search_path.hpp>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -252,6 +254,25 @@ std::string resolve_program(const std::string& program, const char* what) {
 std::string make_run_id() {
   std::random_device rd;
   return fmt::format("{:08x}", rd());
+}
+
+// torchrun's per-run directory inside --log-dir: <run_id>_<random>, made atomically (mkdtemp), so
+// two runs sharing a --log-dir never write into each other's files.
+std::filesystem::path make_run_dir_in(const std::filesystem::path& log_dir, const std::string& run_id) {
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  std::string id = run_id;
+  for (char& ch : id) {
+    if (ch == '/') ch = '_';
+  }
+  std::string tmpl = (log_dir / (id + "_XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) {
+    throw Error(
+        fmt::format("cannot create this run's directory in --log-dir {}: {}{}. Give a --log-dir you "
+                    "can write to",
+                    log_dir.string(), std::strerror(errno), ec ? " (" + ec.message() + ")" : ""));
+  }
+  return std::filesystem::absolute(tmpl);
 }
 
 // Under srun: node count, node rank, store host and port, run id from SLURM_*, each unless given as
@@ -534,7 +555,8 @@ Command add_run_command(CLI::App& app) {
       c.run_dir = a->run_dir;
       c.log_to_files = !a->log_dir.empty();
     } else if (!a->log_dir.empty()) {
-      c.run_dir = a->log_dir;
+      // torchrun's layout: a fresh <run_id>_<random> per run inside --log-dir, so runs can share it.
+      c.log_base_dir = a->log_dir;  // the run directory is made last: a usage error leaves none
       c.log_to_files = true;
     } else {
       c.run_dir = std::filesystem::temp_directory_path() / fmt::format("ddp-launch-{}-{}", c.run_id, ::getpid());
@@ -585,6 +607,10 @@ Command add_run_command(CLI::App& app) {
       spdlog::info("{} is unset and {} ranks share this node: setting it to {} for every worker "
                    "(set it yourself to choose)",
                    env::kOmpNumThreads, c.plan.nproc_per_node, *omp);
+    }
+    if (!c.log_base_dir.empty()) {
+      c.run_dir = make_run_dir_in(c.log_base_dir, c.run_id);
+      spdlog::info("per-rank log files go under {}", c.run_dir.string());
     }
     return launcher::run_supervisor(c);
   };

@@ -254,6 +254,8 @@ class Supervisor {
                              {"master_addr", config_.master_addr},
                              {"master_port", master_port_},
                              {"supervisor_pid", ::getpid()},
+                             {"run_dir", config_.run_dir.string()},
+                             {"log_dir", writes_log_files() ? json(config_.run_dir.string()) : json(nullptr)},
                              {"cgroup", cgroups_.v2_dir().empty() ? json(nullptr) : json(cgroups_.v2_dir().string())},
                              {"memory_cgroup", cgroups_.memory_accounting()}});
     if (rdzv_) {
@@ -308,19 +310,38 @@ class Supervisor {
     fs::rename(tmp, processes_path(), ec);
   }
 
-  // A predecessor on this run directory that was SIGKILLed together with its guardian leaves its
-  // workers' process groups behind (PDEATHSIG kills the workers, not their children). Kill what
-  // is provably its: a live group leader only when pid AND start time match; in a group whose
-  // leader is gone (the pgid cannot have been reused while the group exists), the members that
-  // started after the recorded leader.
+  // The records a predecessor may have left: the run id's file (--rdzv-id without --log-dir); with
+  // --log-dir, every earlier run's <run_id>_<random>/processes.json there (and <log_dir>/
+  // processes.json, where versions before torchrun's layout kept it); else our own run_dir's.
+  std::vector<fs::path> predecessor_records() const {
+    if (!config_.processes_file.empty() || config_.log_base_dir.empty()) return {processes_path()};
+    std::vector<fs::path> out{config_.log_base_dir / "processes.json"};
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(config_.log_base_dir, ec)) {
+      std::error_code dec;
+      if (!e.is_directory(dec) || e.path() == config_.run_dir) continue;
+      if (fs::exists(e.path() / "processes.json", dec)) out.push_back(e.path() / "processes.json");
+    }
+    return out;
+  }
+
   void sweep_predecessor() {
-    std::ifstream in(processes_path());
+    for (const auto& record : predecessor_records()) sweep_predecessor(record);
+  }
+
+  // A predecessor that was SIGKILLed together with its guardian leaves its workers' process
+  // groups behind (PDEATHSIG kills the workers, not their children). Kill what is provably its: a
+  // live group leader only when pid AND start time match; in a group whose leader is gone (the
+  // pgid cannot have been reused while the group exists), the members that started after the
+  // recorded leader.
+  void sweep_predecessor(const fs::path& record) {
+    std::ifstream in(record);
     if (!in) return;
     json j;
     try {
       j = json::parse(in);
     } catch (const std::exception& e) {
-      spdlog::warn("ignoring unreadable {}: {}", processes_path().string(), e.what());
+      spdlog::warn("ignoring unreadable {}: {}", record.string(), e.what());
       return;
     }
     auto matches = [](const json& e) {
@@ -330,6 +351,7 @@ class Supervisor {
     };
     const auto& sup = j.value("supervisor", json::object());
     if (sup.value("pid", 0) != ::getpid() && matches(sup)) {
+      if (!config_.log_base_dir.empty()) return;  // a live run sharing --log-dir: its own directory
       if (!config_.processes_file.empty()) {  // a shared run id, not a shared directory: no conflict
         spdlog::warn(
             "another supervisor (pid {}) runs with this run id; this one records its processes nowhere "
@@ -340,8 +362,8 @@ class Supervisor {
       }
       throw Error(
           fmt::format("{} belongs to a running supervisor, pid {}: stop it, or give this run another "
-                      "--log-dir (or --rdzv-id)",
-                      processes_path().string(), sup.value("pid", 0)));
+                      "--run-dir (or --rdzv-id)",
+                      record.string(), sup.value("pid", 0)));
     }
     std::vector<pid_t> killed;
     for (const auto& w : j.value("workers", json::array())) {
@@ -375,11 +397,23 @@ class Supervisor {
       std::string pids;
       for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
       spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(),
-                   sup.value("pid", 0), processes_path().string(), pids);
+                   sup.value("pid", 0), record.string(), pids);
       events_.emit("swept_predecessor", {{"supervisor_pid", sup.value("pid", 0)}, {"pids", killed}});
     }
     std::error_code ec;
-    fs::remove(processes_path(), ec);
+    fs::remove(record, ec);
+  }
+
+  // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
+  bool writes_log_files() const {
+    if (config_.log_to_files) return true;
+    for (int m : config_.redirects) {
+      if (m) return true;
+    }
+    for (int m : config_.tee) {
+      if (m) return true;
+    }
+    return false;
   }
 
   bool multi_node() const { return config_.dynamic.has_value() || config_.plan.nnodes > 1; }

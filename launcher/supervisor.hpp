@@ -33,6 +33,9 @@ struct SupervisorConfig {
   std::chrono::milliseconds rendezvous_timeout{600000};
   std::string run_id = "none";
   std::filesystem::path run_dir;   // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
+  // --log-dir: run_dir is this run's <run_id>_<random> inside it (torchrun's layout). Runs share
+  // it; each records its processes in its own run_dir, and a new one sweeps its dead siblings'.
+  std::filesystem::path log_base_dir;
   bool log_to_files = false;       // --log-dir given: also write per-rank files
   bool remove_run_dir = false;     // a temporary run_dir holding nothing the user asked to keep
   std::filesystem::path filestore_path;  // StoreMode::File: --filestore, or empty for <run_dir>/filestore
@@ -42,7 +45,8 @@ struct SupervisorConfig {
   std::vector<int> tee;
   std::vector<bool> console_ranks;  // --local-ranks-filter: local ranks shown on the console; empty: all
   std::string events_path;         // JSON lines; empty: none
-  // Where this run records its processes for a successor to sweep; empty: <run_dir>/processes.json.
+  // Where this run records its processes for a successor to sweep (--rdzv-id without --log-dir);
+  // empty: <run_dir>/processes.json.
   std::filesystem::path processes_file;
   // RAM (+ swap) of each rank, enforced by its memory cgroup (launcher/cgroup.hpp); nullopt: none.
   std::optional<std::uint64_t> memory_limit_per_rank;

@@ -26,8 +26,10 @@ build/bin/ddp-launch run --nproc-per-node 2 --max-restarts 1 --events "$out/even
 end=$(date +%s.%N)
 
 chart="$out/loss.svg"
-if build/bin/ddp-launch report --help >/dev/null 2>&1 && [ -f "$out/logs/metrics.csv" ]; then
-  build/bin/ddp-launch report "$out/logs" --chart "$chart" >/dev/null
+# --log-dir holds one directory per run (torchrun's <run_id>_<random>); this run made the only one.
+run_dir=$(find "$out/logs" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+if build/bin/ddp-launch report --help >/dev/null 2>&1 && [ -f "$run_dir/metrics.csv" ]; then
+  build/bin/ddp-launch report "$run_dir" --chart "$chart" >/dev/null
 else
   python3 bench/scaling/loss_chart.py "$out/stdout.log" --out "$chart" --title "resnet-trainer, 2 ranks" >/dev/null
 fi
@@ -45,5 +47,5 @@ if loss:
 print(f"  replicas agree (parameter hash): {'yes' if agree else 'NO'} {sorted(set(finals.values()))}")
 sys.exit(0 if agree and loss and loss[-1] < loss[0] else 1)
 EOF
-echo "  per-rank logs: $out/logs   events: $out/events.jsonl"
+echo "  per-rank logs: $run_dir   events: $out/events.jsonl"
 echo "  loss chart: $chart"

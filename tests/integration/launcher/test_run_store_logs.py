@@ -29,6 +29,17 @@ def read(path):
         return f.read()
 
 
+def run_dirs_in(log_dir):
+    """The per-run directories (torchrun's <run_id>_<random>) a --log-dir holds."""
+    return sorted(p for p in glob.glob(os.path.join(log_dir, "*_*")) if os.path.isdir(p))
+
+
+def only_run_dir(log_dir):
+    dirs = run_dirs_in(log_dir)
+    check(len(dirs) == 1, f"expected one run directory in {log_dir}: {dirs}")
+    return dirs[0]
+
+
 def test_filestore_stale_file_of_killed_run_is_removed_before_the_next():
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "rdzv", "store")
@@ -73,7 +84,7 @@ def test_filestore_under_run_dir_is_fresh_per_attempt():
         r = launch("--nproc-per-node", "2", "--store", "file", "--log-dir", d, "--max-restarts", "1", WORKER, *DIST,
                    "--fail-rank", "1")
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
-        path = os.path.join(d, "filestore")
+        path = os.path.join(only_run_dir(d), "filestore")
         for attempt in (0, 1):
             check(f"[rank 0]: rank 0 of 2 sum 3 attempt {attempt} filestore {path}" in r.stdout,
                   f"attempt {attempt} did not meet through {path}: {r.stdout}")
@@ -100,23 +111,33 @@ def test_filestore_in_use_is_an_error_naming_the_holder():
 
 def test_redirects_keep_output_off_the_console_and_in_the_files():
     with tempfile.TemporaryDirectory() as d:
-        os.makedirs(os.path.join(d, "attempt_0", "5"))
-        open(os.path.join(d, "attempt_0", "5", "stdout.log"), "w").close()
-        r = launch("--nproc-per-node", "2", "-r", "3", "--log-dir", d, WORKER)
+        events = os.path.join(d, "events.jsonl")
+        r = launch("--nproc-per-node", "2", "-r", "3", "--rdzv-id", "job/7", "--log-dir", d, "--events", events,
+                   WORKER)
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         check("from rank" not in r.stdout + r.stderr, f"redirected output reached the console: {r.stdout}{r.stderr}")
+        first = only_run_dir(d)
+        # torchrun's layout: <log_dir>/<run_id>_<random>/attempt_<n>/<local_rank>/
+        check(re.fullmatch(r"job_7_\w{6}", os.path.basename(first)), f"run directory name: {first}")
+        check(f"per-rank log files go under {first}" in r.stderr, f"the log does not name {first}: {r.stderr}")
+        started = [json.loads(l) for l in open(events) if '"started"' in l][0]
+        check(started["log_dir"] == first and started["run_dir"] == first, f"started event: {started}")
         for rank in (0, 1):
-            base = os.path.join(d, "attempt_0", str(rank))
+            base = os.path.join(first, "attempt_0", str(rank))
             check(read(os.path.join(base, "stdout.log")) == f"out from rank {rank}\n", f"rank {rank} stdout.log")
             check(read(os.path.join(base, "stderr.log")) == f"err from rank {rank}\n", f"rank {rank} stderr.log")
-        check(not os.path.exists(os.path.join(d, "attempt_0", "5")), "a previous run's attempt_0 was not wiped")
+        check(not os.path.exists(os.path.join(first, "processes.json")), "processes.json left after a clean exit")
         # per local rank, stdout only: rank 0 untouched, rank 1's stdout to its file, its stderr shown
         r = launch("--nproc-per-node", "2", "--redirects", "1:1", "--log-dir", d, WORKER)
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         check("[rank 0]: out from rank 0" in r.stdout and "[rank 0]: err from rank 0" in r.stderr, "rank 0 hidden")
         check("out from rank 1" not in r.stdout, f"rank 1's redirected stdout on the console: {r.stdout}")
         check("[rank 1]: err from rank 1" in r.stderr, f"rank 1's stderr was not shown: {r.stderr}")
-        check(read(os.path.join(d, "attempt_0", "1", "stdout.log")) == "out from rank 1\n", "rank 1 stdout.log")
+        second = [p for p in run_dirs_in(d) if p != first]
+        check(len(second) == 1 and os.path.basename(second[0]).startswith("none_"), f"second run: {run_dirs_in(d)}")
+        check(read(os.path.join(second[0], "attempt_0", "1", "stdout.log")) == "out from rank 1\n", "rank 1 stdout")
+        check(read(os.path.join(first, "attempt_0", "1", "stdout.log")) == "out from rank 1\n",
+              "the second run on the --log-dir touched the first run's files")
 
 
 def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
@@ -139,8 +160,9 @@ def test_local_ranks_filter_hides_rank_1_on_the_console_only():
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         check("[rank 0]: out from rank 0" in r.stdout, f"rank 0 hidden: {r.stdout}")
         check("from rank 1" not in r.stdout + r.stderr, f"rank 1 on the console: {r.stdout}{r.stderr}")
-        check(read(os.path.join(d, "attempt_0", "1", "stdout.log")) == "out from rank 1\n", "rank 1 stdout.log")
-        check(read(os.path.join(d, "attempt_0", "1", "stderr.log")) == "err from rank 1\n", "rank 1 stderr.log")
+        run = only_run_dir(d)
+        check(read(os.path.join(run, "attempt_0", "1", "stdout.log")) == "out from rank 1\n", "rank 1 stdout.log")
+        check(read(os.path.join(run, "attempt_0", "1", "stderr.log")) == "err from rank 1\n", "rank 1 stderr.log")
 
 
 def test_temporary_run_dir_removed_unless_it_holds_requested_logs():
@@ -170,7 +192,6 @@ def sweep_after_supervisor_and_guardian_killed(same_run, record_path):
     """Starts a 2-rank tree job with `same_run` flags, SIGKILLs its guardian and then itself, and
     checks that the next run with the same flags sweeps the orphaned grandchildren."""
     with tempfile.TemporaryDirectory() as d:
-        record_path = record_path or os.path.join(d, "processes.json")
         sup = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", *same_run(d),
                                 TREE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         workers, grandchildren = [], []
@@ -182,6 +203,7 @@ def sweep_after_supervisor_and_guardian_killed(same_run, record_path):
                 grandchildren.append(int(m.group(2)))
         try:
             check(len(workers) == 2, "workers did not report their pids")
+            record_path = record_path or os.path.join(only_run_dir(d), "processes.json")
             record = json.load(open(record_path))
             check(record["supervisor"]["pid"] == sup.pid, f"processes.json: {record}")
             check(sorted(w["pid"] for w in record["workers"]) == sorted(workers), f"processes.json: {record}")
@@ -220,19 +242,27 @@ def test_successor_with_the_same_run_id_sweeps_too():
 
 
 def test_live_supervisor_is_never_swept():
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as run_dir:
         run_id = f"live-test-{os.getpid()}"
         sups, pids = [], []
         try:
-            for same_run in (["--log-dir", d], ["--rdzv-id", run_id]):
+            for same_run in (["--log-dir", d], ["--rdzv-id", run_id], ["--run-dir", run_dir]):
                 sups.append(subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "1",
                                               *same_run, TREE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              text=True))
                 m = re.search(r"pids (\d+) (\d+)", sups[-1].stdout.readline())
                 check(m, "the worker did not start")
                 pids += [int(m.group(1)), int(m.group(2))]
+            # torchrun's layout: runs share a --log-dir, each in its own run directory
             r = launch("--nproc-per-node", "1", "--log-dir", d, WORKER, timeout=30)
-            check(r.returncode != 0 and f"pid {sups[0].pid}" in r.stderr, f"a second run on a live run's --log-dir: "
+            check(r.returncode == 0, f"a second run on a live run's --log-dir: exit {r.returncode}: {r.stderr}")
+            check("swept" not in r.stderr, f"claimed a sweep: {r.stderr}")
+            check(len(run_dirs_in(d)) == 2, f"two runs, two run directories: {run_dirs_in(d)}")
+            check(any(os.path.exists(os.path.join(p, "processes.json")) for p in run_dirs_in(d)),
+                  "the live run's processes.json was removed")
+            # --run-dir names one exact directory: a live run's is refused, naming it
+            r = launch("--nproc-per-node", "1", "--run-dir", run_dir, WORKER, timeout=30)
+            check(r.returncode != 0 and f"pid {sups[2].pid}" in r.stderr, f"a second run on a live run's --run-dir: "
                   f"exit {r.returncode}: {r.stderr}")
             r = launch("--nproc-per-node", "1", "--rdzv-id", run_id, WORKER, timeout=30)
             check(r.returncode == 0, f"a second run with a live run's id: exit {r.returncode}: {r.stderr}")
@@ -254,8 +284,11 @@ def test_successor_leaves_reused_pids_alone():
             fake = {"supervisor": {"pid": 999999999, "pgid": 0, "start_time": 1}, "guardian": {"pid": 0},
                     "attempt": 0, "workers": [{"pid": bystander.pid, "pgid": bystander.pid, "start_time": 1,
                                                "rank": 0, "local_rank": 0}]}
-            with open(os.path.join(d, "processes.json"), "w") as f:
-                json.dump(fake, f)
+            # where earlier versions kept it, and a run directory of torchrun's layout
+            os.makedirs(os.path.join(d, "none_old123"))
+            for path in (os.path.join(d, "processes.json"), os.path.join(d, "none_old123", "processes.json")):
+                with open(path, "w") as f:
+                    json.dump(fake, f)
             r = launch("--nproc-per-node", "1", "--log-dir", d, WORKER)
             check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
             check(bystander.poll() is None, "a process whose start time does not match was killed")
