@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -362,13 +363,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       return;
     }
     if (!file_.is_open()) {
-      if (auto p = jobs_.log_path(follow_id_, follow_rank_, follow_stream_)) {
-        file_.open(*p, std::ios::binary);
-        std::weak_ptr<Session> weak = this->shared_from_this();
-        file_watch_ = jobs_.inotify().watch(*p, [weak] {
-          if (auto s = weak.lock()) s->pump();
-        });
-      }
+      if (auto p = jobs_.log_path(follow_id_, follow_rank_, follow_stream_)) open_log(*p);
     }
     chunk_.clear();
     if (file_.is_open()) {
@@ -376,6 +371,15 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       chunk_.resize(64 * 1024);
       file_.read(chunk_.data(), static_cast<std::streamsize>(chunk_.size()));
       chunk_.resize(static_cast<std::size_t>(file_.gcount()));
+    }
+    if (chunk_.empty() && file_.is_open()) {
+      // All of this file is sent: a restart (the supervisor's next attempt, or the daemon's next
+      // run) writes the rank's output to a new file from here on.
+      auto p = jobs_.log_path(follow_id_, follow_rank_, follow_stream_);
+      if (p && *p != file_path_) {
+        open_log(*p);
+        chunk_ = fmt::format("[ddp-launch]: the job restarted; following {}\n", p->string());
+      }
     }
     if (!chunk_.empty()) {
       writing_ = true;
@@ -398,6 +402,19 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       pump_again_ = false;
       pump();
     }
+  }
+
+  void open_log(const std::filesystem::path& p) {
+    if (file_watch_) jobs_.inotify().unwatch(*file_watch_);
+    file_watch_.reset();
+    file_.close();
+    file_.clear();
+    file_.open(p, std::ios::binary);
+    file_path_ = p;
+    std::weak_ptr<Session> weak = this->shared_from_this();
+    file_watch_ = jobs_.inotify().watch(p, [weak] {
+      if (auto s = weak.lock()) s->pump();
+    });
   }
 
   void end_follow() {
@@ -426,6 +443,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   std::string follow_rank_, follow_stream_;
   std::optional<int> subscription_, file_watch_;
   std::ifstream file_;
+  std::filesystem::path file_path_;
   std::string chunk_;
   bool writing_ = false, pump_again_ = false, follow_done_ = false;
   std::array<char, 256> discard_{};

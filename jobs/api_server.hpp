@@ -8,7 +8,7 @@
 //   POST /v1/jobs/{id}/cancel          → 202 job (CANCELLING or CANCELLED)
 //   GET  /v1/jobs/{id}/events          state transitions and supervisor events
 //   GET  /v1/jobs/{id}/logs?rank=N|supervisor&stream=stdout|stderr&follow=1
-//   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in rank 0's output
+//   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in each rank's output
 //   GET  /metrics                      Prometheus text
 //   GET  /healthz
 // Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving.

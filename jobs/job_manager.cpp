@@ -18,6 +18,7 @@
 
 #include "common/error.hpp"
 #include "jobs/local_executor.hpp"
+#include "jobs/run_logs.hpp"
 
 namespace ddp::jobs {
 
@@ -76,22 +77,6 @@ int send_signal(asio::posix::stream_descriptor* pidfd, pid_t pid, int signo) {
   }
   return ::kill(pid, signo);
 }
-
-std::optional<int> latest_attempt(const fs::path& logs) {
-  std::optional<int> best;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(logs, ec)) {
-    auto name = e.path().filename().string();
-    if (name.rfind("attempt_", 0) != 0) continue;
-    try {
-      int k = std::stoi(name.substr(8));
-      if (!best || k > *best) best = k;
-    } catch (const std::exception&) {
-    }
-  }
-  return best;
-}
-
 
 }  // namespace
 
@@ -569,7 +554,9 @@ void JobManager::recover() {
     }
     if (job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
       // Killed between starting the supervisor and recording its pid: processes.json names it.
-      std::ifstream in(fs::path(job.rec.run_dir) / "logs" / "processes.json");
+      auto dir = supervisor_log_dir(job.rec.run_dir);
+      std::ifstream in;
+      if (dir) in.open(*dir / "processes.json");
       try {
         if (in) {
           auto j = json::parse(in);
@@ -712,32 +699,49 @@ json JobManager::events(JobId id) {
 std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
   const auto& job = find(id);
   if (job.rec.run_dir.empty()) return std::nullopt;
-  fs::path run_dir = job.rec.run_dir;
-  if (rank == "supervisor") return run_dir / "supervisor.log";
-  auto attempt = latest_attempt(run_dir / "logs");
-  if (!attempt) return std::nullopt;
-  auto p = run_dir / "logs" / fmt::format("attempt_{}", *attempt) / rank / (stream + ".log");
-  if (!fs::exists(p)) return std::nullopt;
-  return p;
+  return rank_log_path(job.rec.run_dir, rank, stream);
 }
 
 json JobManager::job_metrics(JobId id) const {
   const auto& job = find(id);
-  json out = json::object();
-  auto path = log_path(id, "0", "stdout");
-  std::string text = path ? read_file_tail(*path, 4 << 20) : "";
-  for (const auto& [name, pattern] : job.spec.metrics) {
-    std::regex re(pattern);
-    json values = json::array();
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-      try {
-        values.push_back(std::stod((*it)[1].str()));
-      } catch (const std::exception&) {
-      }
+  // Every rank's stdout in the latest attempt, in rank order.
+  std::map<int, fs::path> files;
+  std::error_code ec;
+  if (auto dir = job.rec.run_dir.empty() ? std::nullopt : latest_attempt_dir(job.rec.run_dir)) {
+    for (const auto& e : fs::directory_iterator(*dir, ec)) {
+      auto name = e.path().filename().string();
+      if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::error_code fec;
+      if (fs::exists(e.path() / "stdout.log", fec)) files[std::stoi(name)] = e.path() / "stdout.log";
     }
-    out[name] = values;
   }
-  return {{"id", id}, {"source", path ? path->string() : ""}, {"metrics", out}};
+  std::vector<std::pair<std::string, std::regex>> patterns;
+  for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, std::regex(pattern));
+  json ranks = json::object(), sources = json::object();
+  for (const auto& [rank, path] : files) {
+    std::string text = read_file_tail(path, 4 << 20);
+    json series = json::object();
+    for (const auto& [name, re] : patterns) {
+      json values = json::array();
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+        try {
+          values.push_back(std::stod((*it)[1].str()));
+        } catch (const std::exception&) {
+        }
+      }
+      series[name] = values;
+    }
+    ranks[std::to_string(rank)] = series;
+    sources[std::to_string(rank)] = path.string();
+  }
+  // "metrics": rank 0's series, as before (the rank that usually logs), empty ones without it.
+  json rank0 = json::object();
+  for (const auto& [name, re] : patterns) rank0[name] = ranks.contains("0") ? ranks["0"][name] : json::array();
+  return {{"id", id},
+          {"source", sources.contains("0") ? sources["0"] : json("")},
+          {"metrics", rank0},
+          {"ranks", ranks},
+          {"sources", sources}};
 }
 
 std::string JobManager::prometheus() const {

@@ -96,7 +96,7 @@ std::optional<double> parse_duration(std::string_view text);
 struct LaunchContext {
   std::string self_exe;               // the ddp-launch binary (/proc/self/exe)
   std::string job_id;                 // becomes --rdzv-id job-<id>
-  std::filesystem::path log_dir;      // --log-dir: attempt_<k>/<local_rank>/{stdout,stderr}.log
+  std::filesystem::path log_dir;      // --log-dir: <run_id>_<random>/attempt_<k>/<local_rank>/{stdout,stderr}.log
   std::filesystem::path events_path;  // --events
   std::vector<int> gpu_indices;       // host GPUs given to the job
 };

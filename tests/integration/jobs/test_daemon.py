@@ -234,6 +234,56 @@ def test_logs_follow_streams_until_the_job_ends():
     check(status == 200, f"{status} {body}")
 
 
+def test_logs_follow_moves_to_the_next_attempt_after_a_restart():
+    # attempt 0 waits for its gate and fails; the supervisor restarts the group; attempt 1 waits for
+    # its own gate and succeeds. One `logs -f` must show both attempts, in order.
+    g0, g1 = gate_path("attempt-0"), gate_path("attempt-1")
+    script = (f'n=$TORCHELASTIC_RESTART_COUNT; g={g0}; [ "$n" = 0 ] || g={g1}; echo "attempt $n up"; i=0; '
+              'while [ ! -e "$g" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done; '
+              'echo "attempt $n ends"; [ "$n" = 1 ]')
+    job = D.submit(f"name: restarts-once\nshell: '{script}'\ndistributed: {{max_restarts: 1, shutdown_grace: 2s}}\n")
+    follower = subprocess.Popen([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "logs", str(job), "-f",
+                                 "--socket", D.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = LineReader(follower.stdout)
+        lines.wait_for("attempt 0 up", 60, "attempt 0's first line")
+        open_gate("attempt-0")
+        lines.wait_for("attempt 0 ends", 60, "attempt 0's last line")
+        switched = lines.wait_for("the job restarted; following", 60, "the switch to attempt 1's file")
+        check("/attempt_1/0/stdout.log" in switched, f"followed file after the restart: {switched!r}")
+        lines.wait_for("attempt 1 up", 60, "attempt 1's first line, through the same follower")
+        check(follower.poll() is None, "the follower must keep running while attempt 1 runs")
+        open_gate("attempt-1")
+        lines.wait_for("attempt 1 ends", 60, "attempt 1's last line")
+        follower.wait(timeout=60)
+        check(follower.returncode == 0, f"follower exit code {follower.returncode}: {follower.stderr.read()}")
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    j = D.wait_state(job, "SUCCEEDED", 30)
+    check(j["restarts"] == 1, f"one worker-group restart: {j}")
+    # torchrun's layout under the run's logs/: job-<id>_<random>/attempt_<k>/<rank>/
+    logs = os.path.join(D.state, "jobs", str(job), "run-0", "logs")
+    runs = os.listdir(logs)
+    check(len(runs) == 1 and runs[0].startswith(f"job-{job}_"), f"run directories in {logs}: {runs}")
+    check(sorted(os.listdir(os.path.join(logs, runs[0]))) == ["attempt_0", "attempt_1"],
+          f"{os.listdir(os.path.join(logs, runs[0]))}")
+    out = D.cli("logs", str(job))
+    check(out.stdout == "attempt 1 up\nattempt 1 ends\n", f"`logs` shows the latest attempt: {out.stdout!r}")
+
+
+def test_metrics_read_every_rank():
+    job = D.submit("name: two-rank-metrics\nshell: 'echo loss=$RANK.5; echo loss=$RANK.25'\n"
+                   "resources: {nproc_per_node: 2}\nmetrics: {loss: 'loss=([0-9.]+)'}\n")
+    D.wait_state(job, "SUCCEEDED", 60)
+    status, m = D.request("GET", f"/v1/jobs/{job}/metrics")
+    check(status == 200, f"{status} {m}")
+    check(m["ranks"] == {"0": {"loss": [0.5, 0.25]}, "1": {"loss": [1.5, 1.25]}}, f"every rank's series: {m}")
+    check(m["metrics"] == {"loss": [0.5, 0.25]}, f"rank 0's series: {m}")
+    check(m["sources"]["1"].endswith("/attempt_0/1/stdout.log"), f"sources: {m}")
+
+
 def test_failure_and_retry_policy():
     gate = gate_path("fail")
     open_gate("fail")
@@ -272,6 +322,7 @@ if __name__ == "__main__":
                    test_fuzzed_requests_never_break_the_daemon, test_no_daemon_is_a_clear_error,
                    test_two_configured_gpus_never_double_booked, test_failure_and_retry_policy,
                    test_three_jobs_two_slots_third_waits_then_runs, test_cancel_running_job_leaves_no_rank_alive,
-                   test_logs_follow_streams_until_the_job_ends])
+                   test_logs_follow_streams_until_the_job_ends,
+                   test_logs_follow_moves_to_the_next_attempt_after_a_restart, test_metrics_read_every_rank])
     finally:
         D.cleanup()

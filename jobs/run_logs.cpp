@@ -1,0 +1,53 @@
+#include "jobs/run_logs.hpp"
+
+#include <fmt/format.h>
+
+namespace ddp::jobs {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> supervisor_log_dir(const fs::path& run_dir) {
+  std::optional<fs::path> best;
+  fs::file_time_type best_time;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir / "logs", ec)) {
+    std::error_code dec;
+    if (!e.is_directory(dec)) continue;
+    auto t = fs::last_write_time(e.path(), dec);
+    if (dec) continue;
+    if (!best || t > best_time) {
+      best = e.path();
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+std::optional<fs::path> latest_attempt_dir(const fs::path& run_dir) {
+  auto dir = supervisor_log_dir(run_dir);
+  if (!dir) return std::nullopt;
+  std::optional<int> best;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(*dir, ec)) {
+    auto name = e.path().filename().string();
+    if (name.rfind("attempt_", 0) != 0) continue;
+    auto digits = name.substr(8);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    int k = std::stoi(digits);
+    if (!best || k > *best) best = k;
+  }
+  if (!best) return std::nullopt;
+  return *dir / fmt::format("attempt_{}", *best);
+}
+
+std::optional<fs::path> rank_log_path(const fs::path& run_dir, const std::string& rank, const std::string& stream) {
+  if (rank == "supervisor") return run_dir / "supervisor.log";
+  auto dir = latest_attempt_dir(run_dir);
+  if (!dir) return std::nullopt;
+  auto p = *dir / rank / (stream + ".log");
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return std::nullopt;
+  return p;
+}
+
+}  // namespace ddp::jobs

@@ -1,0 +1,24 @@
+#pragma once
+// Where a job run's supervisor writes its per-rank files. The daemon starts it with
+// `--log-dir <run>/logs`, which holds torchrun's layout:
+//   <run>/logs/<run_id>_<random>/attempt_<k>/<local_rank>/{stdout,stderr}.log
+//   <run>/logs/<run_id>_<random>/processes.json      (while the supervisor lives)
+// and <run>/supervisor.log, the supervisor's own output.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace ddp::jobs {
+
+// <run>/logs/<run_id>_<random>: the newest, should an interrupted start have left another.
+std::optional<std::filesystem::path> supervisor_log_dir(const std::filesystem::path& run_dir);
+
+// The highest attempt_<k> of that directory; nullopt before the first attempt.
+std::optional<std::filesystem::path> latest_attempt_dir(const std::filesystem::path& run_dir);
+
+// `rank`'s "stdout"/"stderr" file in the latest attempt ("supervisor": supervisor.log); nullopt
+// while it does not exist.
+std::optional<std::filesystem::path> rank_log_path(const std::filesystem::path& run_dir, const std::string& rank,
+                                                   const std::string& stream);
+
+}  // namespace ddp::jobs
