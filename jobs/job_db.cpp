@@ -121,6 +121,12 @@ CREATE INDEX events_job ON events(job_id);
 PRAGMA user_version = 1;
 )";
 
+// v2: a daemon retry's back-off deadline, so a restarted daemon does not retry early.
+const char* kMigrateV2 = R"(
+ALTER TABLE jobs ADD COLUMN retry_at REAL NOT NULL DEFAULT 0;
+PRAGMA user_version = 2;
+)";
+
 }  // namespace
 
 JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
@@ -144,6 +150,7 @@ JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
                     path.string(), version, kJobDbSchemaVersion));
   }
   if (version == 0) transaction([&] { exec(kSchemaV1); });
+  if (version < 2) transaction([&] { exec(kMigrateV2); });
 }
 
 JobDb::~JobDb() { sqlite3_close(db_); }
@@ -185,7 +192,7 @@ JobId JobDb::insert_job(const JobRecord& r) {
 void JobDb::update_job(const JobRecord& r) {
   Stmt s(db_,
          "UPDATE jobs SET state=?, reason=?, runs=?, restarts=?, started_at=?, finished_at=?, exit_code=?, pid=?, "
-         "pid_start_time=?, run_dir=?, gpus=?, slots=?, events_offset=? WHERE id=?");
+         "pid_start_time=?, run_dir=?, gpus=?, slots=?, events_offset=?, retry_at=? WHERE id=?");
   s.bind(1, std::string(state_name(r.state))).bind(2, r.reason).bind(3, r.runs).bind(4, r.restarts);
   s.bind(5, r.started_at).bind(6, r.finished_at);
   if (r.exit_code) {
@@ -194,7 +201,8 @@ void JobDb::update_job(const JobRecord& r) {
     s.bind_null(7);
   }
   s.bind(8, static_cast<std::int64_t>(r.pid)).bind(9, static_cast<std::int64_t>(r.pid_start_time));
-  s.bind(10, r.run_dir).bind(11, join_ints(r.gpus)).bind(12, r.slots).bind(13, r.events_offset).bind(14, r.id);
+  s.bind(10, r.run_dir).bind(11, join_ints(r.gpus)).bind(12, r.slots).bind(13, r.events_offset);
+  s.bind(14, r.retry_at).bind(15, r.id);
   s.step();
 }
 
@@ -213,7 +221,8 @@ void JobDb::add_event(JobId id, const EventRow& e) {
 std::vector<JobRecord> JobDb::load_jobs() {
   Stmt s(db_,
          "SELECT id, name, spec_yaml, priority, state, reason, runs, restarts, submitted_at, started_at, "
-         "finished_at, exit_code, pid, pid_start_time, run_dir, gpus, slots, events_offset FROM jobs ORDER BY id");
+         "finished_at, exit_code, pid, pid_start_time, run_dir, gpus, slots, events_offset, retry_at FROM jobs "
+         "ORDER BY id");
   std::vector<JobRecord> out;
   while (s.step()) {
     JobRecord r;
@@ -238,6 +247,7 @@ std::vector<JobRecord> JobDb::load_jobs() {
     r.gpus = split_ints(s.text(15));
     r.slots = s.i32(16);
     r.events_offset = s.i64(17);
+    r.retry_at = s.f64(18);
     out.push_back(std::move(r));
   }
   return out;

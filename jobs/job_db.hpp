@@ -20,7 +20,7 @@ struct sqlite3;
 
 namespace ddp::jobs {
 
-inline constexpr int kJobDbSchemaVersion = 1;
+inline constexpr int kJobDbSchemaVersion = 2;  // 2: jobs.retry_at
 
 struct JobRecord {
   JobId id = 0;
@@ -41,6 +41,7 @@ struct JobRecord {
   std::vector<int> gpus;
   int slots = 0;
   std::int64_t events_offset = 0;  // bytes of the current run's event file already applied
+  double retry_at = 0;             // RESTARTING between runs: when the daemon retries (wall clock); 0: none
 };
 
 struct TransitionRow {

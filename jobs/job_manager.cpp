@@ -214,6 +214,7 @@ void JobManager::schedule() {
 void JobManager::launch(Job& job, const Placement& placement) {
   job.reset_run();
   job.rec.runs += 1;
+  job.rec.retry_at = 0;
   auto run_dir = config_.state_dir / "jobs" / std::to_string(job.rec.id) / fmt::format("run-{}", job.rec.runs - 1);
   std::error_code ec;
   fs::remove_all(run_dir, ec);  // a run directory a crash left before the pid was recorded
@@ -427,20 +428,25 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
     if (decision.retry) {
       job.rec.restarts += 1;
       ++restarts_total_;
+      job.rec.retry_at = now_seconds() + decision.delay_s;  // persisted with the state: survives a restart
       set_state(job, JobState::Restarting, what + "; " + decision.reason);
-      job.retry_timer = std::make_unique<asio::steady_timer>(io_);
-      job.retry_timer->expires_after(std::chrono::milliseconds(static_cast<long>(decision.delay_s * 1000)));
-      job.retry_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
-        if (ec) return;
-        auto& j = find(id);
-        if (j.rec.state == JobState::Restarting && j.rec.pid == 0) enqueue(j);
-      });
+      arm_retry(job, decision.delay_s);
     } else {
       set_state(job, JobState::Failed,
                 job.spec.restart.policy == RestartPolicy::Never ? what : what + "; not retried: " + decision.reason);
     }
   }
   schedule();
+}
+
+void JobManager::arm_retry(Job& job, double delay_s) {
+  job.retry_timer = std::make_unique<asio::steady_timer>(io_);
+  job.retry_timer->expires_after(std::chrono::milliseconds(static_cast<long>(std::max(0.0, delay_s) * 1000)));
+  job.retry_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
+    if (ec) return;
+    auto& j = find(id);
+    if (j.rec.state == JobState::Restarting && j.rec.pid == 0) enqueue(j);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -573,6 +579,14 @@ void JobManager::recover() {
       }
       if (job.rec.state == JobState::Cancelling) {
         set_state(job, JobState::Cancelled, job.cancel_reason);
+        continue;
+      }
+      if (job.rec.state == JobState::Restarting && job.rec.retry_at > now_seconds()) {
+        // A daemon retry still in its back-off: it waits out the rest, not a fresh one, nor none.
+        spdlog::info("job {}: retrying in {:.1f} s (its back-off, from before the restart)", id,
+                     job.rec.retry_at - now_seconds());
+        arm_retry(job, job.rec.retry_at - now_seconds());
+        ++requeued;
         continue;
       }
       scheduler_.enqueue(id, job.rec.priority, static_cast<std::uint64_t>(id),

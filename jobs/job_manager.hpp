@@ -80,6 +80,7 @@ class JobManager {
   void apply_event(Job& job, const nlohmann::json& event);
   void on_supervisor_exit(Job& job, std::optional<int> wait_status);
   void settle(Job& job, std::optional<int> wait_status);
+  void arm_retry(Job& job, double delay_s);
   void stop_supervisor(Job& job, const std::string& reason, JobState final_state);
   std::optional<std::string> no_retry_match(const Job& job) const;
   nlohmann::json to_json(const Job& job, bool detail) const;

@@ -58,6 +58,30 @@ def test_kill9_restart_loses_nothing():
         d.cleanup()
 
 
+def test_retry_backoff_survives_a_daemon_restart():
+    d = Daemon("--slots", "1")
+    try:
+        backoff = 10
+        job = d.submit("name: backs-off\nshell: 'exit 3'\n"
+                       f"restart: {{policy: on-failure, max_retries: 1, backoff: {{initial: {backoff}s}}}}\n")
+        d.wait_state(job, "RESTARTING", 60)
+        d.kill9()
+        d.start()
+        j = d.job(job)
+        check(j["state"] == "RESTARTING" and j["runs"] == 1, f"still waiting out its back-off: {j}")
+        check("from before the restart" in d.log(), "the daemon log does not say it kept the back-off")
+        j = d.wait_state(job, "FAILED", backoff + 60, "(the retry, once its back-off is over)")
+        check(j["runs"] == 2, f"{j}")
+        transitions = d.events(job)["transitions"]
+        waited_from = [t["time"] for t in transitions if t["to"] == "RESTARTING"][0]
+        retried_at = [t["time"] for t in transitions if t["to"] == "STARTING"][1]
+        check(retried_at - waited_from >= backoff - 0.5,
+              f"retried {retried_at - waited_from:.1f} s after the failure, before its {backoff} s back-off: "
+              f"{transitions}")
+    finally:
+        d.cleanup()
+
+
 def test_second_daemon_on_same_state_dir_is_refused():
     d = Daemon("--slots", "1")
     try:
@@ -70,4 +94,5 @@ def test_second_daemon_on_same_state_dir_is_refused():
 
 
 if __name__ == "__main__":
-    run_tests([test_second_daemon_on_same_state_dir_is_refused, test_kill9_restart_loses_nothing])
+    run_tests([test_second_daemon_on_same_state_dir_is_refused, test_retry_backoff_survives_a_daemon_restart,
+               test_kill9_restart_loses_nothing])

@@ -43,6 +43,7 @@ TEST_CASE("jobs, transitions and events survive closing and reopening the databa
       r.exit_code = 3;
       r.events_offset = 512;
       r.run_dir = "/x/run-0";
+      r.retry_at = 1234.5;
       db.update_job(r);
       db.add_transition(id, {101, "PENDING", "RUNNING", "started", 0});
     });
@@ -61,6 +62,7 @@ TEST_CASE("jobs, transitions and events survive closing and reopening the databa
   CHECK(*r.exit_code == 3);
   CHECK(r.events_offset == 512);
   CHECK(r.run_dir == "/x/run-0");
+  CHECK(r.retry_at == 1234.5);
   CHECK(db.transitions(id).at(0).to == "RUNNING");
   CHECK(db.events(id).size() == 2);
   CHECK(db.events(id, std::string("finished")).at(0).data_json == R"({"exit_code":0})");
@@ -88,4 +90,34 @@ TEST_CASE("a database from a newer ddp-launch is refused, naming the versions") 
   sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(raw);
   CHECK_THROWS_WITH_AS(JobDb{file}, doctest::Contains("schema version 99"), ddp::Error);
+}
+
+TEST_CASE("a version 1 database gains retry_at and keeps its jobs") {
+  TempDir dir;
+  auto file = dir.path / "jobs.db";
+  sqlite3* raw = nullptr;
+  sqlite3_open(file.c_str(), &raw);
+  // The version 1 jobs table, as earlier daemons made it, with one job.
+  sqlite3_exec(
+      raw,
+      "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, spec_yaml TEXT NOT NULL, "
+      "priority INTEGER NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', runs INTEGER NOT NULL "
+      "DEFAULT 0, restarts INTEGER NOT NULL DEFAULT 0, submitted_at REAL NOT NULL, started_at REAL NOT NULL "
+      "DEFAULT 0, finished_at REAL NOT NULL DEFAULT 0, exit_code INTEGER, pid INTEGER NOT NULL DEFAULT 0, "
+      "pid_start_time INTEGER NOT NULL DEFAULT 0, run_dir TEXT NOT NULL DEFAULT '', gpus TEXT NOT NULL "
+      "DEFAULT '', slots INTEGER NOT NULL DEFAULT 0, events_offset INTEGER NOT NULL DEFAULT 0);"
+      "CREATE TABLE transitions (id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, time REAL "
+      "NOT NULL, from_state TEXT NOT NULL, to_state TEXT NOT NULL, reason TEXT NOT NULL, run INTEGER NOT NULL);"
+      "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, time REAL NOT NULL, "
+      "run INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL);"
+      "INSERT INTO jobs (name, spec_yaml, priority, state, submitted_at) VALUES ('old', 'x', 0, 'RESTARTING', 1);"
+      "PRAGMA user_version = 1;",
+      nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  JobDb db(file);
+  CHECK(db.schema_version() == kJobDbSchemaVersion);
+  auto jobs = db.load_jobs();
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].name == "old");
+  CHECK(jobs[0].retry_at == 0);
 }
