@@ -65,6 +65,7 @@ def test_filestore_stale_file_of_killed_run_is_removed_before_the_next():
         guardians = children(sup.pid) - set(pids)
         sup.kill()
         sup.wait(timeout=10)
+        shutil.rmtree(os.path.join(tempfile.gettempdir(), f"ddp-launch-none-{sup.pid}"), ignore_errors=True)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(alive(p) for p in pids + list(guardians)):
             time.sleep(0.02)
@@ -237,8 +238,13 @@ def test_successor_on_the_same_log_dir_sweeps_what_a_supervisor_killed_with_its_
 
 def test_successor_with_the_same_run_id_sweeps_too():
     run_id = f"sweep-test-{os.getpid()}"
-    sweep_after_supervisor_and_guardian_killed(
-        lambda d: ["--rdzv-id", run_id], os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json"))
+    try:
+        sweep_after_supervisor_and_guardian_killed(
+            lambda d: ["--rdzv-id", run_id],
+            os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json"))
+    finally:  # the killed supervisor's temporary run directory
+        for left in glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*")):
+            shutil.rmtree(left) if os.path.isdir(left) else os.remove(left)
 
 
 def test_live_supervisor_is_never_swept():
@@ -272,9 +278,9 @@ def test_live_supervisor_is_never_swept():
             for sup in sups:
                 sup.kill()
                 sup.wait()
-            record = os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json")
-            if os.path.exists(record):
-                os.remove(record)
+            # the killed run id's record and temporary run directory
+            for left in glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*")):
+                shutil.rmtree(left) if os.path.isdir(left) else os.remove(left)
 
 
 def test_successor_leaves_reused_pids_alone():
