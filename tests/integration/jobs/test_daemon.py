@@ -273,6 +273,34 @@ def test_logs_follow_moves_to_the_next_attempt_after_a_restart():
     check(out.stdout == "attempt 1 up\nattempt 1 ends\n", f"`logs` shows the latest attempt: {out.stdout!r}")
 
 
+def test_logs_follow_moves_to_the_next_run_after_a_daemon_retry():
+    # run 0 waits for its gate and exits 3; the daemon retries with a new supervisor (run-1), whose
+    # rank prints and succeeds. One `logs -f` shows both runs.
+    gate, marker = gate_path("retry-run-0"), os.path.join(D.dir, "retry-run-0-started")
+    script = (f'if [ -e {marker} ]; then echo "run 1 up"; exit 0; fi; touch {marker}; echo "run 0 up"; i=0; '
+              f'while [ ! -e {gate} ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done; echo "run 0 fails"; exit 3')
+    job = D.submit(f"name: retried-once\nshell: '{script}'\n"
+                   "restart: {policy: on-failure, max_retries: 1, backoff: {initial: 0s}}\n")
+    follower = subprocess.Popen([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "logs", str(job), "-f",
+                                 "--socket", D.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = LineReader(follower.stdout)
+        lines.wait_for("run 0 up", 60, "run 0's first line")
+        open_gate("retry-run-0")
+        lines.wait_for("run 0 fails", 60, "run 0's last line")
+        switched = lines.wait_for("the job restarted; following", 60, "the switch to run 1's file")
+        check("/run-1/logs/" in switched, f"followed file after the retry: {switched!r}")
+        lines.wait_for("run 1 up", 60, "run 1's line, through the same follower")
+        follower.wait(timeout=60)
+        check(follower.returncode == 0, f"follower exit code {follower.returncode}: {follower.stderr.read()}")
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    j = D.wait_state(job, "SUCCEEDED", 30)
+    check(j["runs"] == 2, f"one daemon retry: {j}")
+
+
 def test_metrics_read_every_rank():
     job = D.submit("name: two-rank-metrics\nshell: 'echo loss=$RANK.5; echo loss=$RANK.25'\n"
                    "resources: {nproc_per_node: 2}\nmetrics: {loss: 'loss=([0-9.]+)'}\n")
@@ -323,6 +351,7 @@ if __name__ == "__main__":
                    test_two_configured_gpus_never_double_booked, test_failure_and_retry_policy,
                    test_three_jobs_two_slots_third_waits_then_runs, test_cancel_running_job_leaves_no_rank_alive,
                    test_logs_follow_streams_until_the_job_ends,
-                   test_logs_follow_moves_to_the_next_attempt_after_a_restart, test_metrics_read_every_rank])
+                   test_logs_follow_moves_to_the_next_attempt_after_a_restart,
+                   test_logs_follow_moves_to_the_next_run_after_a_daemon_retry, test_metrics_read_every_rank])
     finally:
         D.cleanup()
