@@ -549,8 +549,10 @@ Command add_run_command(CLI::App& app) {
     if (!a->run_dir.empty()) {
       if (!a->log_dir.empty() && std::filesystem::path(a->run_dir) != std::filesystem::path(a->log_dir)) {
         throw UsageError(
-            "--run-dir and --log-dir name the same directory (--log-dir adds per-rank log files): "
-            "give one of them");
+            fmt::format("--run-dir {} and --log-dir {} differ: --run-dir keeps this run's directory (metrics, "
+                        "error files) at that path, --log-dir makes one per run inside it with per-rank log "
+                        "files; give one of them (or the same path to both for per-rank logs in --run-dir)",
+                        a->run_dir, a->log_dir));
       }
       c.run_dir = a->run_dir;
       c.log_to_files = !a->log_dir.empty();

@@ -240,8 +240,13 @@ class Supervisor {
   int run() {
     sweep_predecessor();
     record_processes();
-    if (config_.dynamic) start_rendezvous();
-    prepare_store();
+    try {
+      if (config_.dynamic) start_rendezvous();
+      prepare_store();
+    } catch (...) {
+      forget_startup();  // e.g. a FileStore in use: nothing ran, so nothing of this run stays behind
+      throw;
+    }
     for (int s : config_.handled_signals) signals_.add(s);
     arm_signals();
     arm_sigchld();
@@ -269,6 +274,14 @@ class Supervisor {
   }
 
  private:
+  // A start that failed before any worker: the process record (no successor needs it) and a
+  // temporary run directory go; a --log-dir/--run-dir directory stays, as after any failed run.
+  void forget_startup() {
+    std::error_code ec;
+    if (!record_disabled_) fs::remove(processes_path(), ec);
+    if (config_.remove_run_dir) fs::remove_all(config_.run_dir, ec);
+  }
+
   // <run_dir>/processes.json: this supervisor, its guardian and the current attempt's workers, each
   // with its /proc start time. Rewritten (atomically) after every spawn, removed at a clean exit;
   // one that outlives its supervisor tells the next one on this run directory what to sweep.

@@ -101,13 +101,17 @@ def test_filestore_in_use_is_an_error_naming_the_holder():
         holder = subprocess.Popen([PYTHON, "-c", code, path], stdout=subprocess.PIPE, text=True)
         try:
             check(holder.stdout.readline().strip() == "ready", "the FileStore holder did not start")
-            r = launch("--nproc-per-node", "1", "--filestore", path, WORKER, *DIST, timeout=30)
+            run_id = f"filestore-in-use-{os.getpid()}"
+            r = launch("--nproc-per-node", "1", "--rdzv-id", run_id, "--filestore", path, WORKER, *DIST, timeout=30)
         finally:
             holder.kill()
             holder.wait()
         check(r.returncode != 0, "started on a FileStore path another process uses")
         check(str(holder.pid) in r.stderr, f"the error does not name the holder {holder.pid}: {r.stderr}")
         check(os.path.exists(path), "the file in use was removed")
+        # Nothing ran: neither the temporary run directory nor the process record stays behind.
+        left = glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+        check(not left, f"a start that failed left {left}")
 
 
 def test_redirects_keep_output_off_the_console_and_in_the_files():
