@@ -6,8 +6,10 @@ DistributedSampler. Run it under the launcher:
 
 - batch and learning rate follow the launcher's batch policy (DDP_PER_RANK_BATCH, DDP_LR_SCALE,
   DDP_LR_WARMUP_STEPS; see launcher/README.md), or --batch/--lr when run without one;
-- progress goes out as `@ddp-metric step=.. loss=.. samples_per_s=..` lines, which the supervisor
-  records in <run dir>/metrics.csv (`ddp-launch report` charts them);
+- progress goes out as `@ddp-metric step=.. loss=.. samples_per_s=..` lines every --log-every steps
+  (the loss averaged over those steps, as the C++ trainer does), which the supervisor records in
+  <run dir>/metrics.csv (`ddp-launch report` charts them); at the end every rank prints
+  `final step=.. loss=.. seconds=..` (seconds: from before init_process_group to the end);
 - rank 0 checkpoints every --checkpoint-every steps; a restarted group
   (TORCHELASTIC_RESTART_COUNT > 0) resumes from the checkpoint and the step count continues.
 """
@@ -31,13 +33,17 @@ ap.add_argument("--batch", type=int, default=32, help="per-rank batch when DDP_P
 ap.add_argument("--lr", type=float, default=0.05, help="base learning rate (multiplied by DDP_LR_SCALE)")
 ap.add_argument("--workers", type=int, default=2, help="DataLoader worker processes per rank")
 ap.add_argument("--dataset-size", type=int, default=8192)
+ap.add_argument("--log-every", type=int, default=1, help="steps between metric lines (loss averaged over them)")
 ap.add_argument("--checkpoint", default="train_ddp_checkpoint.pt", help="checkpoint file (written by rank 0)")
 ap.add_argument("--checkpoint-every", type=int, default=10, help="steps between checkpoints (0: never)")
 ap.add_argument("--die-at-step", type=int, default=0,
                 help="testing: on the first attempt, --die-rank SIGKILLs itself after this step")
 ap.add_argument("--die-rank", type=int, default=1)
 args = ap.parse_args()
+if args.log_every < 1:
+    ap.error("--log-every must be at least 1")
 
+started = time.perf_counter()
 dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=60))
 rank, world = dist.get_rank(), dist.get_world_size()
 attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
@@ -79,10 +85,11 @@ def save_checkpoint(s):
 
 
 model.train()
+loss_sum, loss_n, last_loss = 0.0, 0, float("nan")
+tick = time.perf_counter()
 while step < args.steps:
     epoch, skip = divmod(step, len(loader))
     sampler.set_epoch(epoch)
-    tick = time.perf_counter()
     for i, (images, labels) in enumerate(loader):
         if i < skip:
             continue  # resuming mid-epoch: these batches were trained on before the checkpoint
@@ -93,10 +100,15 @@ while step < args.steps:
         loss.backward()  # DDP averages the gradients across ranks here
         optimizer.step()
         step += 1
-        now = time.perf_counter()
-        print(f"@ddp-metric step={step} loss={loss.item():.4f} samples_per_s={per_rank_batch / (now - tick):.1f} "
-              f"lr={learning_rate(step - 1):.4g}", flush=True)
-        tick = now
+        loss_sum += loss.item()
+        loss_n += 1
+        if step % args.log_every == 0 or step == args.steps:
+            now = time.perf_counter()
+            last_loss = loss_sum / loss_n
+            print(f"@ddp-metric step={step} loss={last_loss:.4f} "
+                  f"samples_per_s={per_rank_batch * loss_n / (now - tick):.1f} lr={learning_rate(step - 1):.4g}",
+                  flush=True)
+            loss_sum, loss_n, tick = 0.0, 0, now
         if rank == 0 and args.checkpoint_every and step % args.checkpoint_every == 0:
             save_checkpoint(step)
         if attempt == 0 and step == args.die_at_step and rank == args.die_rank:
@@ -106,6 +118,7 @@ while step < args.steps:
             break
 
 dist.barrier()
+print(f"final step={step} loss={last_loss:.6f} seconds={time.perf_counter() - started:.3f}", flush=True)
 if rank == 0:
-    print(f"done: {step} steps, last loss {loss.item():.4f}", flush=True)
+    print(f"done: {step} steps, last loss {last_loss:.4f}", flush=True)
 dist.destroy_process_group()
