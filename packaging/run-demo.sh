@@ -3,8 +3,9 @@
 #
 # `ddp-launch run` hosts the rendezvous store and starts 2 ranks of the C++ example trainer
 # (build/bin/resnet-trainer: a small ResNet-style CNN on synthetic 32×32 images, gloo on CPU,
-# gradients averaged by the worker SDK). Rank 0 prints progress; at the end the script prints a
-# summary (time, first and last loss, whether the replicas agree) and the loss chart's path.
+# gradients averaged by the worker SDK). Rank 0 prints progress; at the end `ddp-launch report`
+# summarises the run from its metrics.csv and draws the loss chart, and the script prints a summary
+# (time, first and last loss, whether the replicas agree) and the chart's path.
 # STEPS=N changes the length (default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,20 +20,18 @@ out=$(mktemp -d /tmp/ddp-launch-demo.XXXXXX)
 steps=${STEPS:-60}
 start=$(date +%s.%N)
 set -x
-build/bin/ddp-launch run --nproc-per-node 2 --max-restarts 1 --events "$out/events.jsonl" --log-dir "$out/logs" \
-  --tee 3 --no-python build/bin/resnet-trainer --steps "$steps" --log-every 5 --checkpoint-dir "$out/checkpoint" |
+# --run-dir with the same --log-dir: one flat run directory, metrics.csv (the ranks' @ddp-metric
+# lines) and run.json at its top, per-rank logs under attempt_<n>/ (a --log-dir alone would get a
+# fresh <run_id>_<random> directory inside it).
+build/bin/ddp-launch run --nproc-per-node 2 --max-restarts 1 --events "$out/events.jsonl" \
+  --run-dir "$out/run" --log-dir "$out/run" --tee 3 \
+  --no-python build/bin/resnet-trainer --steps "$steps" --log-every 5 --checkpoint-dir "$out/checkpoint" |
   tee "$out/stdout.log" | grep -v -e '@ddp-metric'
 { set +x; } 2>/dev/null
 end=$(date +%s.%N)
 
 chart="$out/loss.svg"
-# --log-dir holds one directory per run (torchrun's <run_id>_<random>); this run made the only one.
-run_dir=$(find "$out/logs" -mindepth 1 -maxdepth 1 -type d | head -n 1)
-if build/bin/ddp-launch report --help >/dev/null 2>&1 && [ -f "$run_dir/metrics.csv" ]; then
-  build/bin/ddp-launch report "$run_dir" --chart "$chart" >/dev/null
-else
-  python3 bench/scaling/loss_chart.py "$out/stdout.log" --out "$chart" --title "resnet-trainer, 2 ranks" >/dev/null
-fi
+build/bin/ddp-launch report "$out/run" --out "$chart" | grep -v '^chart: '
 
 python3 - "$out/stdout.log" "$start" "$end" <<'EOF'
 import re, sys
@@ -47,5 +46,5 @@ if loss:
 print(f"  replicas agree (parameter hash): {'yes' if agree else 'NO'} {sorted(set(finals.values()))}")
 sys.exit(0 if agree and loss and loss[-1] < loss[0] else 1)
 EOF
-echo "  per-rank logs: $run_dir   events: $out/events.jsonl"
+echo "  run directory (metrics.csv, per-rank logs): $out/run   events: $out/events.jsonl"
 echo "  loss chart: $chart"
