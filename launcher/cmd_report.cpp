@@ -1,7 +1,12 @@
 // `ddp-launch report RUN_DIR...`: a summary per run from its metrics.csv (+ run.json) and a
-// loss-vs-step chart, one curve per run, as SVG.
+// loss-vs-step chart, one curve per run, as SVG, or as PNG when --out ends in .png (the SVG
+// converted by rsvg-convert, Debian package librsvg2-bin).
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +16,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/report.hpp"
 
@@ -32,14 +38,59 @@ std::string read_all(const fs::path& path) {
   return ss.str();
 }
 
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream file(path);
+  file << text;
+  file.close();
+  if (!file)
+    throw Error(
+        fmt::format("cannot write the chart to {}: check that its directory exists and is writable", path.string()));
+}
+
+bool wants_png(const fs::path& out) {
+  auto ext = out.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png";
+}
+
+// The SVG goes to a temporary file next to `out`, rsvg-convert turns it into `out`.
+void write_png(const fs::path& out, const std::string& svg) {
+  constexpr auto kTimeout = std::chrono::seconds(60);
+  fs::path tmp = out;
+  tmp += fmt::format(".{}.svg", ::getpid());
+  write_file(tmp, svg);
+  auto r = run_command({"rsvg-convert", "--format", "png", "--output", out.string(), tmp.string()}, kTimeout, true);
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  if (!r.started) {
+    throw Error(fmt::format(
+        "cannot render {} as PNG: rsvg-convert could not be started ({}). Install it (Debian package "
+        "librsvg2-bin: apt-get install librsvg2-bin; packaging/install-deps.sh does) or give --out a .svg name",
+        out.string(), r.start_error));
+  }
+  if (!r.ok()) {
+    auto why = r.timed_out ? fmt::format("ran past {} s", kTimeout.count())
+               : r.signal  ? fmt::format("killed by signal {}", r.signal)
+                           : fmt::format("exit {}", r.exit_code);
+    fs::remove(out, ec);
+    throw Error(
+        fmt::format("cannot render {} as PNG: rsvg-convert failed ({}): {}. Give --out a .svg name to keep "
+                    "the chart as SVG",
+                    out.string(), why, r.errors.empty() ? r.output : r.errors));
+  }
+}
+
 }  // namespace
 
 Command add_report_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("report", "Summarise runs from their metrics.csv and chart loss vs step (SVG)");
+  auto* sub =
+      app.add_subcommand("report", "Summarise runs from their metrics.csv and chart loss vs step (SVG, or PNG)");
   auto a = std::make_shared<ReportArgs>();
   sub->add_option("run_dirs", a->run_dirs, "Run directories (--run-dir/--log-dir of `run`, or the one it printed)")
       ->required();
-  sub->add_option("--out,-o,--chart", a->out, "Chart file (default: <first run dir>/loss.svg)");
+  sub->add_option("--out,-o,--chart", a->out,
+                  "Chart file (default: <first run dir>/loss.svg); a name ending in .png is rendered as PNG with "
+                  "rsvg-convert (package librsvg2-bin)");
   sub->add_option("--metric", a->metric, "Metric to chart and summarise")->capture_default_str();
   auto run = [a]() -> int {
     std::vector<launcher::RunSummary> runs;
@@ -66,9 +117,12 @@ Command add_report_command(CLI::App& app) {
     }
     std::cout << launcher::format_summaries(runs, a->metric);
     fs::path out = a->out.empty() ? fs::path(a->run_dirs.front()) / fmt::format("{}.svg", a->metric) : fs::path(a->out);
-    std::ofstream file(out);
-    file << launcher::render_chart_svg(runs, a->metric);
-    if (!file) throw Error(fmt::format("cannot write the chart to {}", out.string()));
+    auto svg = launcher::render_chart_svg(runs, a->metric);
+    if (wants_png(out)) {
+      write_png(out, svg);
+    } else {
+      write_file(out, svg);
+    }
     int curves = 0;
     for (const auto& r : runs) curves += r.curve.empty() ? 0 : 1;
     std::cout << fmt::format("chart: {} ({} curve{})\n", out.string(), curves, curves == 1 ? "" : "s");

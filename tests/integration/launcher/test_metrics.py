@@ -5,6 +5,8 @@ import csv
 import json
 import os
 import re
+import shutil
+import struct
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
@@ -96,6 +98,41 @@ def test_metric_lines_and_patterns_to_csv_and_report():
         check(rep.returncode == 2 and "has no metrics.csv" in rep.stderr, f"report of a non-run: {rep.stderr}")
 
 
+def test_report_png_through_rsvg_convert():
+    check(shutil.which("rsvg-convert"), "rsvg-convert is not installed: run packaging/install-deps.sh (librsvg2-bin)")
+    with tempfile.TemporaryDirectory() as d:
+        run_dir = os.path.join(d, "run")
+        r = run("--nproc-per-node", "2", "--run-dir", run_dir,
+                *sh('for s in 1 2 3 4; do echo "@ddp-metric step=$s loss=$((5-s)).5"; done'))
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        svg, png = os.path.join(d, "chart.svg"), os.path.join(d, "chart.PNG")
+        rep = subprocess.run([DDP_LAUNCH, "report", run_dir, "--out", svg], capture_output=True, text=True, timeout=30)
+        check(rep.returncode == 0, f"svg report exit {rep.returncode}: {rep.stderr}")
+        root = ET.parse(svg).getroot()
+        rep = subprocess.run([DDP_LAUNCH, "report", run_dir, "--out", png], capture_output=True, text=True, timeout=60)
+        check(rep.returncode == 0, f"png report exit {rep.returncode}: {rep.stderr}")
+        check(f"chart: {png} (1 curve)" in rep.stdout, f"chart line: {rep.stdout}")
+        with open(png, "rb") as f:
+            head = f.read(24)
+        check(head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"not a PNG: {head!r}")
+        size = struct.unpack(">II", head[16:24])
+        check(size == (int(float(root.get("width"))), int(float(root.get("height")))),
+              f"PNG {size} vs SVG {root.get('width')}x{root.get('height')}")
+        check(sorted(os.listdir(d)) == ["chart.PNG", "chart.svg", "run"], f"temporary files left: {os.listdir(d)}")
+
+        # Without rsvg-convert on PATH: an error naming the package, and no chart file.
+        empty = os.path.join(d, "empty-path")
+        os.mkdir(empty)
+        missing = os.path.join(d, "missing.png")
+        rep = subprocess.run([DDP_LAUNCH, "report", run_dir, "--out", missing], capture_output=True, text=True,
+                             timeout=30, env={**os.environ, "PATH": empty})
+        check(rep.returncode == 1, f"exit {rep.returncode} without rsvg-convert: {rep.stderr}")
+        check("rsvg-convert" in rep.stderr and "librsvg2-bin" in rep.stderr and ".svg" in rep.stderr,
+              f"the error does not name the tool, the package and the SVG way out: {rep.stderr}")
+        check(not os.path.exists(missing) and sorted(os.listdir(d)) == ["chart.PNG", "chart.svg", "empty-path", "run"],
+              f"files left after the failed PNG: {os.listdir(d)}")
+
+
 def test_temporary_run_dir_kept_only_with_metrics():
     r = run("--rdzv-id", "metricskeep", *sh('echo "@ddp-metric step=1 loss=1"'))
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
@@ -114,5 +151,6 @@ run_tests([
     test_per_rank_batch_scales_lr_with_warmup,
     test_bad_batch_and_bad_metric_are_usage_errors,
     test_metric_lines_and_patterns_to_csv_and_report,
+    test_report_png_through_rsvg_convert,
     test_temporary_run_dir_kept_only_with_metrics,
 ])
