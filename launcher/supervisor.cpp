@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@
 #include "launcher/guardian.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/rendezvous_evidence.hpp"
+#include "launcher/root_cause.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
 #include "store/server.hpp"
@@ -585,7 +587,10 @@ class Supervisor {
   }
 
   // Only our workers are reaped here (never the guardian).
+  // Ranks reaped in one pass share one time: they arrived together, and root_cause.hpp decides
+  // between them by evidence, not by the rank order of this loop.
   void reap() {
+    const double now = now_seconds();
     for (auto& w : workers_) {
       if (!w->alive) continue;
       int status = 0;
@@ -595,10 +600,9 @@ class Supervisor {
       RankExit x;
       x.local_rank = w->ranks.local_rank;
       x.pid = w->pid;
-      x.time = now_seconds();
+      x.time = now;
       if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
-      exits_.push_back(x);
       int attempt = machine_.attempt();
       auto actions = machine_.on(event::RankExited{x});
       // The peers' teardown signal goes out before anything is written: the event file is off the
@@ -659,7 +663,6 @@ class Supervisor {
       retired_workers_.push_back(std::move(w));
     }
     workers_.clear();
-    exits_.clear();
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
     std::error_code ec;
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
@@ -962,13 +965,32 @@ class Supervisor {
     dispatch(event::RendezvousTimeout{attempt});
   }
 
-  // The root cause first (the earliest failure), with the worker's own error file when it wrote one.
+  // The root cause first (root_cause.hpp: by evidence, then time), with the worker's own error file
+  // when it wrote one. Read here, not at the reap: the final summary comes after the workers' pipes
+  // drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
-    std::vector<const RankExit*> failed;
-    for (const auto& x : exits_) {
-      if (x.failed()) failed.push_back(&x);
+    const auto& failures = machine_.failures();
+    if (failures.empty() && !final) return;
+    std::vector<FailureRecord> records;
+    std::vector<std::optional<ErrorFileRecord>> error_files;
+    for (const auto& f : failures) {
+      const Worker* w = worker_of(f.exit.local_rank);
+      FailureRecord rec;
+      std::optional<ErrorFileRecord> ef;
+      std::vector<std::string> tail;
+      if (w) {
+        ef = read_error_file(w->error_file);
+        struct stat st {};
+        if (ef && ::stat(w->error_file.c_str(), &st) == 0) {
+          rec.recorded_at = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+        }
+        tail.assign(w->last_stderr.begin(), w->last_stderr.end());
+      }
+      rec.lost_peer = record_says_lost_peer(ef, tail);
+      records.push_back(rec);
+      error_files.push_back(std::move(ef));
     }
-    if (failed.empty() && !final) return;
+    auto ordered = attribute_failures(failures, records, machine_.teardown_began());
     std::string out = fmt::format("\n{}\n", final ? fmt::format("ddp-launch: job {} after {} attempt(s), exit code {}",
                                                                 group_state_name(machine_.state()),
                                                                 machine_.attempt() + 1, exit_code_)
@@ -983,20 +1005,30 @@ class Supervisor {
     if (machine_.stop_signal() != 0) {
       out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", signal_name(machine_.stop_signal()));
     }
-    for (const RankExit* x : failed) {
-      const Worker* w = nullptr;
-      for (const auto& cand : workers_) {
-        if (cand->ranks.local_rank == x->local_rank) w = cand.get();
-      }
+    for (const auto& a : ordered) {
+      const RankExit* x = &a.exit;
+      const Worker* w = worker_of(x->local_rank);
       std::string how = x->signal ? fmt::format("killed by {}", signal_name(x->signal))
                                   : fmt::format("exited with code {}", x->exit_code);
       if (w && w->oom) how = fmt::format("killed by the OOM killer ({}, {})", *w->oom, signal_name(x->signal));
+      if (a.role != FailureRole::Original) how += fmt::format(" ({})", failure_role_name(a.role));
       auto t = static_cast<std::time_t>(x->time);
       out += fmt::format("{} rank {} (local {}) on node {} ({}), pid {}: {} at {:%H:%M:%S}\n",
                          first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank,
                          w ? w->ranks.group_rank : config_.plan.node_rank, node_name_, x->pid, how, fmt::localtime(t));
+      const auto& error_file = error_files[a.observed];
+      if (first) {
+        events_.emit("root_cause", {{"attempt", machine_.attempt()},
+                                    {"rank", w ? w->ranks.rank : x->local_rank},
+                                    {"local_rank", x->local_rank},
+                                    {"pid", x->pid},
+                                    {"exit_code", x->signal ? json(nullptr) : json(x->exit_code)},
+                                    {"signal", x->signal ? json(signal_name(x->signal)) : json(nullptr)},
+                                    {"role", failure_role_name(a.role)},
+                                    {"error", error_file ? json(error_file->message) : json(nullptr)}});
+      }
       if (first && w) {
-        if (auto msg = read_error_file(w->error_file)) out += fmt::format("    error file: {}\n", *msg);
+        if (error_file) out += fmt::format("    error file: {}\n", error_file->message);
         if (!w->last_stderr.empty()) {
           out += "    last stderr lines:\n";
           for (const auto& l : w->last_stderr) out += fmt::format("      {}\n", l);
@@ -1007,20 +1039,23 @@ class Supervisor {
     console_.write(stderr, out);
   }
 
-  static std::optional<std::string> read_error_file(const fs::path& path) {
+  const Worker* worker_of(int local_rank) const {
+    for (const auto& w : workers_) {
+      if (w->ranks.local_rank == local_rank) return w.get();
+    }
+    return nullptr;
+  }
+
+  // nullopt when the rank wrote none; an unreadable one says so in its message.
+  static std::optional<ErrorFileRecord> read_error_file(const fs::path& path) {
     std::ifstream in(path);
     if (!in) return std::nullopt;
+    std::stringstream text;
+    text << in.rdbuf();
     try {
-      auto j = json::parse(in);
-      const auto& m = j.at("message");
-      if (m.is_string()) return m.get<std::string>();
-      std::string text = m.value("message", std::string());
-      if (m.contains("extraInfo") && m["extraInfo"].contains("py_callstack")) {
-        text += "\n" + m["extraInfo"]["py_callstack"].get<std::string>();
-      }
-      return text;
+      return parse_error_file(text.str());
     } catch (const std::exception& e) {
-      return fmt::format("(unreadable error file {}: {})", path.string(), e.what());
+      return ErrorFileRecord{fmt::format("(unreadable error file {}: {})", path.string(), e.what()), std::nullopt};
     }
   }
 
@@ -1063,7 +1098,6 @@ class Supervisor {
   fs::path filestore_;  // StoreMode::File
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
-  std::vector<RankExit> exits_;
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
   bool finished_ = false;

@@ -40,6 +40,8 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   alive_.assign(static_cast<std::size_t>(policy_.nproc), true);
   exited_ok_.assign(static_cast<std::size_t>(policy_.nproc), false);
   failures_.clear();
+  teardown_began_.reset();
+  teardown_signals_.clear();
   rendezvous_timed_out_ = false;
   stop_signal_ = 0;
   round_stop_ = RoundStop::None;
@@ -55,12 +57,21 @@ std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
   if (!alive_[idx]) return {};
   alive_[idx] = false;
   if (x.failed()) {
-    failures_.push_back(x);
+    RankFailure f{x};
+    // Reaped in the same pass as the exit that began the teardown: it died before our signal.
+    f.after_teardown = state_ == GroupState::Stopping && (!teardown_began_ || x.time > *teardown_began_);
+    f.by_teardown_signal = f.after_teardown && x.signal != 0 &&
+                           std::find(teardown_signals_.begin(), teardown_signals_.end(), x.signal) !=
+                               teardown_signals_.end();
+    failures_.push_back(f);
   } else {
     exited_ok_[idx] = true;
   }
   if (state_ == GroupState::Running) {
-    if (x.failed()) return stop_group(SIGTERM);
+    if (x.failed()) {
+      teardown_began_ = x.time;
+      return stop_group(SIGTERM);
+    }
     if (live_ranks() == 0) return finish(GroupState::Succeeded, 0);
     return {};
   }
@@ -71,7 +82,12 @@ std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
 std::vector<Action> SupervisorMachine::stop_group(int signo) {
   state_ = GroupState::Stopping;
   if (live_ranks() == 0) return group_gone();
-  return {action::SignalGroup{signo}, action::ArmGrace{attempt_, policy_.shutdown_grace}};
+  return {signal_group(signo), action::ArmGrace{attempt_, policy_.shutdown_grace}};
+}
+
+action::SignalGroup SupervisorMachine::signal_group(int signo) {
+  teardown_signals_.push_back(signo);
+  return action::SignalGroup{signo};
 }
 
 std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
@@ -81,8 +97,8 @@ std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
   }
   if (state_ == GroupState::Stopping) {
     if (stop_signal_ == 0) stop_signal_ = e.signo;  // a signal during failure teardown: no restart
-    if (e.signo == SIGINT) return {action::SignalGroup{SIGKILL}};  // Ctrl-C while stopping: no more waiting
-    return {action::SignalGroup{e.signo}};
+    if (e.signo == SIGINT) return {signal_group(SIGKILL)};  // Ctrl-C while stopping: no more waiting
+    return {signal_group(e.signo)};
   }
   if (state_ == GroupState::Restarting) return finish(GroupState::Interrupted, 128 + e.signo);
   return {};
@@ -90,7 +106,7 @@ std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
 
 std::vector<Action> SupervisorMachine::handle(const event::GraceExpired& e) {
   if (state_ != GroupState::Stopping || e.attempt != attempt_ || live_ranks() == 0) return {};
-  return {action::SignalGroup{SIGKILL}};
+  return {signal_group(SIGKILL)};
 }
 
 std::vector<Action> SupervisorMachine::handle(const event::RendezvousTimeout& e) {

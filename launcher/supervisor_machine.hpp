@@ -28,8 +28,18 @@ struct RankExit {
   int pid = 0;
   int exit_code = 0;  // meaningful when signal == 0
   int signal = 0;     // terminating signal, 0 if it exited
-  double time = 0;    // seconds since the epoch, as observed by the shell
+  double time = 0;    // seconds since the epoch, when the shell reaped it (one time per reap pass)
   bool failed() const { return signal != 0 || exit_code != 0; }
+};
+
+// A failed exit and what the machine knows of its timing. `after_teardown`: reaped after the
+// teardown began (a later time than the exit that began it, or any exit while a signal, the
+// rendezvous or a round stops the group); `by_teardown_signal`: it also died of a signal the
+// supervisor had sent. root_cause.hpp weighs this with the rank's own records to name the root cause.
+struct RankFailure {
+  RankExit exit;
+  bool after_teardown = false;
+  bool by_teardown_signal = false;
 };
 
 namespace event {
@@ -113,8 +123,11 @@ class SupervisorMachine {
   GroupState state() const { return state_; }
   int attempt() const { return attempt_; }
   int live_ranks() const;
-  // Failures of the attempt that ended last, first observed first (the root cause leads).
-  const std::vector<RankExit>& failures() const { return failures_; }
+  // Failures of the attempt that ended last, in the order they were observed (ranks reaped together
+  // in rank order). Which one is the root cause is attribute_failures' decision (root_cause.hpp).
+  const std::vector<RankFailure>& failures() const { return failures_; }
+  // When the exit that began this attempt's teardown was reaped; nullopt when no failure began it.
+  std::optional<double> teardown_began() const { return teardown_began_; }
   std::optional<int> finished_with() const { return exit_code_; }
   // The handled signal that stopped the group, 0 when a rank's failure did (or nothing yet).
   int stop_signal() const { return stop_signal_; }
@@ -135,6 +148,7 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::RoundAdmitted&);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
+  action::SignalGroup signal_group(int signo);  // remembered: a rank that dies of it was stopped by us
   std::vector<Action> group_gone();
   std::vector<Action> finish(GroupState final_state, int code);
 
@@ -143,7 +157,9 @@ class SupervisorMachine {
   int attempt_ = 0;
   std::vector<bool> alive_;
   std::vector<bool> exited_ok_;
-  std::vector<RankExit> failures_;
+  std::vector<RankFailure> failures_;
+  std::optional<double> teardown_began_;
+  std::vector<int> teardown_signals_;  // what this attempt's teardown sent so far
   bool rendezvous_timed_out_ = false;
   int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
   int restarts_spent_ = 0;     // restarts after failures (membership changes are free)

@@ -1,6 +1,7 @@
 """A worker for the supervisor tests: env:// init (or --dist-url argv init), all_reduce, and
 optional misbehaviour chosen by flags."""
 import argparse
+import atexit
 import datetime
 import json
 import os
@@ -12,6 +13,9 @@ ap.add_argument("--dump-env", help="directory: write this rank's environment as 
 ap.add_argument("--fail-rank", type=int, default=-1, help="this rank exits 3 on attempt 0")
 ap.add_argument("--stuck-rank", type=int, default=-1, help="this rank never reaches the store")
 ap.add_argument("--raise-rank", type=int, default=-1, help="this rank raises inside a @record main")
+ap.add_argument("--lose-peer-rank", type=int, default=-1,
+                help="this rank raises inside a @record main, then closes its gloo connections and is slow to "
+                     "exit; the other ranks fail in all_reduce on 'Connection closed by peer' and exit first")
 ap.add_argument("--dist-url")
 ap.add_argument("--dist-backend", default="gloo")
 ap.add_argument("--world-size", type=int)
@@ -46,6 +50,16 @@ def main():
     if rank == args.fail_rank and attempt == "0":
         print("rank failing on purpose with exit code 3", file=sys.stderr, flush=True)
         sys.exit(3)
+    if args.lose_peer_rank >= 0:
+        if rank == args.lose_peer_rank:
+            def close_then_linger():
+                # After @record wrote the error file: the peers see the connections close now, and this
+                # rank exits only when the supervisor's teardown stops it (as a slow shutdown would).
+                dist.destroy_process_group()
+                time.sleep(60)
+            atexit.register(close_then_linger)
+            raise ValueError(f"bad batch at step 7 on rank {rank}")
+        dist.all_reduce(t)  # waits for the failed rank until its connections close
     dist.destroy_process_group()
     if rank == args.raise_rank:
         raise ValueError(f"bad batch at step 7 on rank {rank}")

@@ -235,6 +235,20 @@ def test_error_file_message_and_traceback_in_the_summary():
     check(re.search(r"allreduce_worker.py\", line \d+, in main", r.stderr), f"no traceback: {r.stderr}")
 
 
+def test_the_rank_that_failed_is_the_root_cause_not_the_one_that_lost_it():
+    # Rank 1 raises (its @record error file first), closes its gloo connections and lingers; rank 0
+    # fails in all_reduce on "Connection closed by peer" (or "reset by peer") and is reaped first. The summary names
+    # rank 1 by its error file, and rank 0 as having lost a peer.
+    r = launch("--nproc-per-node", "2", "--shutdown-grace", "30", WORKER, "--lose-peer-rank", "1", timeout=150)
+    check(r.returncode == 1, f"exit {r.returncode}: {r.stderr}")
+    check(re.search(r"Connection (closed|reset) by peer", r.stderr), f"rank 0 did not fail on the connection: {r.stderr}")
+    check(re.search(r"Root cause: rank 1 \(local 1\) .*: killed by SIGTERM at", r.stderr),
+          f"rank 1 (failed first, stopped by the teardown while it lingered) is not the root cause: {r.stderr}")
+    check("error file: ValueError: bad batch at step 7 on rank 1" in r.stderr, f"error file message: {r.stderr}")
+    check(re.search(r"Rank: rank 0 \(local 0\) .*: exited with code 1 \(lost a peer\)", r.stderr),
+          f"rank 0 not reported as having lost its peer: {r.stderr}")
+
+
 def test_no_python_module_and_nproc_choices():
     r = subprocess.run([DDP_LAUNCH, "run", "--nproc-per-node", "2", "--no-python", "sh", "-c",
                         'echo "rank $RANK of $WORLD_SIZE"'], capture_output=True, text=True, timeout=30)
@@ -303,6 +317,7 @@ run_tests([
     test_busy_master_port_names_holder_within_a_second,
     test_imagenet_style_script_trains_through_argv_placeholders,
     test_error_file_message_and_traceback_in_the_summary,
+    test_the_rank_that_failed_is_the_root_cause_not_the_one_that_lost_it,
     test_no_python_module_and_nproc_choices,
     test_slow_console_does_not_stall_the_workers,
     test_two_supervisors_as_two_nodes,

@@ -62,8 +62,8 @@ TEST_CASE("first failure tears the group down; no budget: failed with the root c
   CHECK(get<action::Finish>(done).exit_code == 1);
   CHECK(m.state() == GroupState::Failed);
   REQUIRE(m.failures().size() == 3);
-  CHECK(m.failures()[0].local_rank == 1);
-  CHECK(m.failures()[0].exit_code == 3);
+  CHECK(m.failures()[0].exit.local_rank == 1);
+  CHECK(m.failures()[0].exit.exit_code == 3);
 }
 
 TEST_CASE("a straggler that ignores SIGTERM is killed when the grace expires") {
