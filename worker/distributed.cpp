@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
-#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -198,13 +197,6 @@ namespace {
   }
   std::fflush(stdout);
   std::fflush(stderr);
-  // A peer closing its connection is the consequence of that peer's failure, not a root cause.
-  // The supervisor reaps ranks that died together in rank order, so this rank would be named
-  // first; give the failed peer a head start (the supervisor stops this rank meanwhile).
-  if (rec.message.find("closed by peer") != std::string::npos ||
-      rec.message.find("reset by peer") != std::string::npos) {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-  }
   // No static destructors: a process group left open on purpose (see ~ProcessGroup) still has
   // threads, and the error is already recorded.
   std::_Exit(code);

@@ -11,12 +11,14 @@
 #include <system_error>
 
 #include "common/env_contract.hpp"
+#include "common/peer_failure.hpp"
 
 namespace ddp::worker {
 
 std::string error_file_json(const ErrorRecord& record) {
   nlohmann::json extra = {{"timestamp", std::to_string(record.timestamp)}};
   if (record.callstack) extra["py_callstack"] = *record.callstack;
+  extra[std::string(kPeerFailureField)] = record.peer_failure.value_or(mentions_lost_peer(record.message));
   nlohmann::json j = {{"message", {{"message", record.message}, {"extraInfo", extra}}}};
   // Invalid UTF-8 in an exception message must not turn the report into a second exception.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

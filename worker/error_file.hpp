@@ -3,8 +3,12 @@
 // writes TORCHELASTIC_ERROR_FILE, and the supervisor (ours or torchrun) puts the message in its
 // failure summary instead of a bare exit code. Layout (torch 1.13 elastic/multiprocessing/errors):
 //   {"message": {"message": "<Type>: <what>",
-//                "extraInfo": {"py_callstack": "<trace>", "timestamp": "<unix seconds>"}}}
+//                "extraInfo": {"py_callstack": "<trace>", "timestamp": "<unix seconds>",
+//                              "peer_failure": <bool>}}}
 // py_callstack is left out when there is no trace (torchrun then shows the message itself).
+// peer_failure is ours (common/peer_failure.hpp): true when this rank failed only because a peer
+// went away, so the supervisor names the peer that failed as the root cause even when both exit
+// together. torch reads only message, timestamp and py_callstack; the extra key rides along.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +19,9 @@ struct ErrorRecord {
   std::string message;                   // "<ExceptionType>: <what()>"
   std::optional<std::string> callstack;  // a backtrace, when the exception carried one
   std::int64_t timestamp = 0;            // unix seconds
+  // The rank failed only because a peer went away; nullopt: decided from the message
+  // (ddp::mentions_lost_peer: "Connection closed by peer", "Connection reset by peer", …).
+  std::optional<bool> peer_failure;
 };
 
 // The JSON text of the file.

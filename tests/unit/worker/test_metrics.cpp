@@ -50,6 +50,18 @@ TEST_CASE("error file: torchrun's @record layout") {
   CHECK_NOTHROW(nlohmann::json::parse(error_file_json(r)));
 }
 
+TEST_CASE("error file: a rank that only lost its peer says so (peer_failure), others say not") {
+  ErrorRecord own{"std::runtime_error: injected failure after step 3", std::nullopt, 1};
+  CHECK(nlohmann::json::parse(error_file_json(own))["message"]["extraInfo"]["peer_failure"] == false);
+  ErrorRecord lost{
+      "c10::Error: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+      "[127.0.0.1]:40113",
+      std::nullopt, 1};
+  CHECK(nlohmann::json::parse(error_file_json(lost))["message"]["extraInfo"]["peer_failure"] == true);
+  lost.peer_failure = false;  // the program knows better than the text
+  CHECK(nlohmann::json::parse(error_file_json(lost))["message"]["extraInfo"]["peer_failure"] == false);
+}
+
 TEST_CASE("error file: written whole, into missing folders, the first error wins") {
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("ddp_unit_errfile_" + std::to_string(::getpid()));
