@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 namespace ddp::launcher {
 
 GpuWatch::GpuWatch(boost::asio::io_context& io, GpuWatchConfig config, std::vector<int> ranks,
@@ -17,25 +19,24 @@ GpuWatch::GpuWatch(boost::asio::io_context& io, GpuWatchConfig config, std::vect
 GpuWatch::~GpuWatch() = default;
 
 void GpuWatch::start() {
-  if (config_.interval.count() <= 0) return;
+  if (std::exchange(started_, true) || stopped_ || config_.interval.count() <= 0) return;
   std::string why_not;
   nvml_ = gpu::Nvml::open(why_not);
   if (!nvml_) {
     spdlog::debug("GPU watch off: {}", why_not);
     return;
   }
-  devices_ = devices_of_local_ranks(cuda_visible_devices_, static_cast<int>(ranks_.size()), nvml_->count().value_or(0));
+  auto devices =
+      devices_of_local_ranks(cuda_visible_devices_, static_cast<int>(ranks_.size()), nvml_->count().value_or(0));
   bool any = false;
-  for (const auto& d : devices_) any = any || d.has_value();
+  for (const auto& d : devices) any = any || d.has_value();
   if (!any) {
     spdlog::debug("GPU watch off: no GPU for any local rank");
     nvml_.reset();
     return;
   }
-  for (std::size_t i = 0; i < devices_.size(); ++i) {
-    detectors_.emplace_back(config_.low_util_percent, config_.low_window);
-  }
-  failing_.assign(devices_.size(), false);
+  failing_.assign(devices.size(), false);
+  targets_.emplace(std::move(devices), ranks_, config_);
   t0_ = std::chrono::steady_clock::now();
   spdlog::info("GPU watch: utilisation every {} ms; under {} % for {} s gets a warning", config_.interval.count(),
                config_.low_util_percent, std::chrono::duration_cast<std::chrono::seconds>(config_.low_window).count());
@@ -46,6 +47,11 @@ void GpuWatch::start() {
 void GpuWatch::stop() {
   stopped_ = true;
   timer_.cancel();
+}
+
+void GpuWatch::on_round(std::vector<int> ranks) {
+  if (targets_) targets_->on_round(ranks);
+  ranks_ = std::move(ranks);  // not started yet: start() labels with these
 }
 
 void GpuWatch::arm() {
@@ -59,21 +65,21 @@ void GpuWatch::arm() {
 
 void GpuWatch::sample_all() {
   auto t = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_);
-  for (std::size_t i = 0; i < devices_.size(); ++i) {
-    if (!devices_[i]) continue;
+  for (const auto& target : targets_->targets()) {
+    auto i = static_cast<std::size_t>(target.local_rank);
     std::string why_not;
-    auto s = nvml_->sample(*devices_[i], why_not);
+    auto s = nvml_->sample(target.device, why_not);
     if (!s) {
-      if (!failing_[i]) spdlog::warn("GPU watch: cannot sample GPU {} (local rank {}): {}", *devices_[i], i, why_not);
+      if (!failing_[i]) {
+        spdlog::warn("GPU watch: cannot sample GPU {} (local rank {}): {}", target.device, target.local_rank, why_not);
+      }
       failing_[i] = true;
       continue;
     }
     failing_[i] = false;
-    GpuSample sample{static_cast<int>(i), ranks_[i], *devices_[i], *s};
+    GpuSample sample{target.local_rank, target.rank, target.device, *s};
     on_sample_(sample);
-    if (auto alert = detectors_[i].on_sample(t, s->util_percent)) {
-      on_low_(sample, *alert, low_util_warning(*devices_[i], ranks_[i], *alert));
-    }
+    if (auto w = targets_->on_sample(target.local_rank, t, s->util_percent)) on_low_(sample, w->alert, w->text);
   }
 }
 

@@ -35,8 +35,13 @@ class GpuWatch {
            std::optional<std::string> cuda_visible_devices, SampleFn on_sample, WarnFn on_low);
   ~GpuWatch();
 
+  // Starts sampling (once; later calls do nothing). Under dynamic rendezvous the supervisor calls it
+  // after the first round's on_round, so no sample carries a rank from before any plan.
   void start();
   void stop();
+  // Dynamic rendezvous: the global ranks of the new round (ranks[i]: local rank i's); samples and
+  // warnings name these from now on.
+  void on_round(std::vector<int> ranks);
 
  private:
   void arm();
@@ -49,10 +54,10 @@ class GpuWatch {
   SampleFn on_sample_;
   WarnFn on_low_;
   std::unique_ptr<gpu::Nvml> nvml_;
-  std::vector<std::optional<std::string>> devices_;
-  std::vector<LowUtilDetector> detectors_;
-  std::vector<bool> failing_;  // a device whose sampling failed: said once, retried quietly
+  std::optional<GpuRankTargets> targets_;  // once started with NVML and a GPU for some local rank
+  std::vector<bool> failing_;              // a device whose sampling failed: said once, retried quietly
   std::chrono::steady_clock::time_point t0_;
+  bool started_ = false;
   bool stopped_ = false;
 };
 

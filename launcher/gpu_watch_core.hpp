@@ -36,6 +36,8 @@ class LowUtilDetector {
 
   std::optional<LowUtilAlert> on_sample(std::chrono::milliseconds t, unsigned util_percent);
   bool alerted() const { return alerted_; }
+  // Forget the current low stretch (the next low sample starts a new window); an alert stays given.
+  void restart_window();
 
  private:
   unsigned threshold_;
@@ -48,5 +50,43 @@ class LowUtilDetector {
 
 // "GPU 1 (rank 1) at 35 % for 60 s: raise the per-rank batch (--per-rank-batch) or DataLoader workers"
 std::string low_util_warning(const std::string& device, int rank, const LowUtilAlert& alert);
+
+// What the watch samples and how it labels it: local rank i's device (fixed for the run:
+// CUDA_VISIBLE_DEVICES is the node's) and the global rank local rank i has in the CURRENT plan.
+// Under --rdzv-backend c10d every round re-plans the global ranks (a node that joins or leaves
+// shifts them), so samples and warnings follow on_round, not the plan the supervisor started with.
+class GpuRankTargets {
+ public:
+  struct Target {
+    int local_rank = 0;
+    int rank = 0;  // global, in the current round
+    std::string device;
+  };
+  struct Warning {
+    Target target;
+    LowUtilAlert alert;
+    std::string text;  // low_util_warning for the target's current rank
+  };
+
+  // devices: devices_of_local_ranks(); ranks[i]: local rank i's global rank.
+  GpuRankTargets(std::vector<std::optional<std::string>> devices, std::vector<int> ranks, GpuWatchConfig config);
+
+  // The ranks of a new round. A rank's low-utilisation window starts again (the group restarted in
+  // between: its idle time is not the rank's); a warning already given is not repeated.
+  void on_round(std::vector<int> ranks);
+
+  // The local ranks that have a device, with their current labels.
+  std::vector<Target> targets() const;
+  // One utilisation sample of local rank `local` (t: monotonic); the warning, once, naming its rank now.
+  std::optional<Warning> on_sample(int local, std::chrono::milliseconds t, unsigned util_percent);
+
+ private:
+  Target target(std::size_t local) const;
+
+  std::vector<std::optional<std::string>> devices_;
+  std::vector<int> ranks_;
+  GpuWatchConfig config_;
+  std::vector<LowUtilDetector> detectors_;
+};
 
 }  // namespace ddp::launcher

@@ -270,7 +270,7 @@ class Supervisor {
     } else {
       dispatch(event::Start{});
     }
-    gpu_watch_.start();
+    if (!rdzv_) gpu_watch_.start();  // dynamic: at the first round, labelled with its ranks
     io_.run();
     return exit_code_;
   }
@@ -468,6 +468,8 @@ class Supervisor {
     in.rank_base = a.rank_base;
     in.world_size = a.world_size;
     plan_ = plan_ranks(in);
+    gpu_watch_.on_round(global_ranks(plan_));  // the round's global ranks label the GPU samples
+    gpu_watch_.start();
     spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
                  a.rank_base, a.rank_base + a.nproc - 1, a.world_size);
     events_.emit("rendezvous_complete",

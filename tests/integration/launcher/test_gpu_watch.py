@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, LineReader, check, run_tests
+from harness import DDP_LAUNCH, LineReader, check, free_port, run_tests
 
 FAKE_NVML = sys.argv[1]
 
@@ -95,8 +95,51 @@ def test_no_nvml_no_watch():
         check("GPU watch" in gpu["finding"] and "not available" in gpu["finding"], f"doctor: {gpu}")
 
 
+def test_dynamic_rendezvous_samples_carry_the_rounds_global_rank():
+    # Two one-rank nodes under --rdzv-backend c10d: each node's rank is its round's node rank, not
+    # the rank 0 its own flags would plan. The samples (and a warning) must say so.
+    with tempfile.TemporaryDirectory() as d:
+        devices = os.path.join(d, "devices")
+        write_devices(devices, 20)
+        env = dict(os.environ, DDP_NVML_LIBRARY=FAKE_NVML, FAKE_NVML_FILE=devices)
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        endpoint = f"127.0.0.1:{free_port()}"
+        nodes = []
+        for name in ("alpha", "beta"):
+            events = os.path.join(d, f"{name}.jsonl")
+            cmd = [DDP_LAUNCH, "run", "--no-python", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
+                   "--rdzv-id", "gpu", "--nnodes", "2", "--nproc-per-node", "1", "--local-addr", name,
+                   "--rdzv-conf", "last_call_timeout=1,heartbeat_timeout=2,join_timeout=60,exit_barrier_timeout=60",
+                   "--events", events, "--gpu-watch-interval", "100ms", "--gpu-low-util", "50",
+                   "--gpu-low-window", "300ms", "/bin/sh", "-c", "sleep 1.5"]
+            nodes.append((name, events, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                         text=True, env=env)))
+        results = {}
+        try:
+            for name, events, p in nodes:
+                _, err = p.communicate(timeout=90)
+                results[name] = (p.returncode, err, [json.loads(line) for line in open(events)])
+        finally:
+            for _, _, p in nodes:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        node_ranks = set()
+        for name, (code, err, evs) in results.items():
+            check(code == 0, f"{name} exited {code}: {err[-3000:]}")
+            node_rank = next(e for e in evs if e["event"] == "rendezvous_complete")["node_rank"]
+            node_ranks.add(node_rank)
+            ranks = {e["rank"] for e in evs if e["event"] == "gpu_sample"}
+            check(ranks == {node_rank}, f"{name} is rank {node_rank} but its GPU samples say {ranks}")
+            low = [e["rank"] for e in evs if e["event"] == "gpu_low_util"]
+            check(low == [node_rank], f"{name} (rank {node_rank}): low-utilisation events for ranks {low}")
+            check(f"(rank {node_rank}) at 20 %" in err, f"{name}: warning without its rank {node_rank}: {err[-2000:]}")
+        check(node_ranks == {0, 1}, f"node ranks {node_ranks}")
+
+
 run_tests([
     test_low_gpu_warns_once_and_samples_are_recorded,
     test_cuda_visible_devices_order_maps_local_ranks,
     test_no_nvml_no_watch,
+    test_dynamic_rendezvous_samples_carry_the_rounds_global_rank,
 ])

@@ -56,3 +56,46 @@ TEST_CASE("the warning names the GPU, the rank, the level, the time and what to 
   CHECK(text.find(
             "GPU 1 (rank 1) at 35 % for 60 s: raise the per-rank batch (--per-rank-batch) or DataLoader workers") == 0);
 }
+
+TEST_CASE("dynamic rendezvous: samples and the warning name the current round's global rank") {
+  GpuWatchConfig config;
+  config.low_util_percent = 50;
+  config.low_window = 10s;
+  // This node's two local ranks were global ranks 2 and 3 in round 0 (a node before it).
+  GpuRankTargets t(devices_of_local_ranks(std::nullopt, 2, 2), {2, 3}, config);
+  auto first = t.targets();
+  REQUIRE(first.size() == 2);
+  CHECK(first[1].rank == 3);
+  CHECK(first[1].device == "1");
+  CHECK_FALSE(t.on_sample(1, 0s, 10));
+  CHECK_FALSE(t.on_sample(1, 8s, 10));
+  // Round 1: the node before it left; the same local ranks are now global ranks 0 and 1.
+  t.on_round({0, 1});
+  auto now = t.targets();
+  CHECK(now[0].rank == 0);
+  CHECK(now[1].rank == 1);
+  CHECK(now[1].device == "1");  // the device stays the node's
+  // The restart in between is not the rank's idle time: the window starts again.
+  CHECK_FALSE(t.on_sample(1, 12s, 10));
+  CHECK_FALSE(t.on_sample(1, 20s, 10));
+  auto w = t.on_sample(1, 22s, 10);
+  REQUIRE(w);
+  CHECK(w->target.rank == 1);
+  CHECK(w->alert.lasted == 10s);
+  CHECK(w->text.find("GPU 1 (rank 1) at 10 % for 10 s") == 0);
+  // Once per local rank for the run, whatever the round.
+  t.on_round({4, 5});
+  CHECK_FALSE(t.on_sample(1, 40s, 10));
+  CHECK_FALSE(t.on_sample(1, 60s, 10));
+}
+
+TEST_CASE("targets: only local ranks with a device; a sample of one without is ignored") {
+  GpuRankTargets t(devices_of_local_ranks(std::string("5"), 2, 8), {6, 7}, GpuWatchConfig{});
+  auto v = t.targets();
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].local_rank == 0);
+  CHECK(v[0].rank == 6);
+  CHECK(v[0].device == "5");
+  CHECK_FALSE(t.on_sample(1, 0s, 0));
+  CHECK_FALSE(t.on_sample(7, 0s, 0));
+}
