@@ -37,7 +37,7 @@ TEST_CASE("metric line: non-finite values are left out; bad keys are refused") {
 }
 
 TEST_CASE("error file: torchrun's @record layout") {
-  ErrorRecord r{"std::runtime_error: boom", std::nullopt, 1700000000};
+  ErrorRecord r{"std::runtime_error: boom", std::nullopt, 1700000000, std::nullopt};
   auto j = nlohmann::json::parse(error_file_json(r));
   CHECK(j["message"]["message"] == "std::runtime_error: boom");
   CHECK(j["message"]["extraInfo"]["timestamp"] == "1700000000");
@@ -51,12 +51,12 @@ TEST_CASE("error file: torchrun's @record layout") {
 }
 
 TEST_CASE("error file: a rank that only lost its peer says so (peer_failure), others say not") {
-  ErrorRecord own{"std::runtime_error: injected failure after step 3", std::nullopt, 1};
+  ErrorRecord own{"std::runtime_error: injected failure after step 3", std::nullopt, 1, std::nullopt};
   CHECK(nlohmann::json::parse(error_file_json(own))["message"]["extraInfo"]["peer_failure"] == false);
   ErrorRecord lost{
       "c10::Error: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
       "[127.0.0.1]:40113",
-      std::nullopt, 1};
+      std::nullopt, 1, std::nullopt};
   CHECK(nlohmann::json::parse(error_file_json(lost))["message"]["extraInfo"]["peer_failure"] == true);
   lost.peer_failure = false;  // the program knows better than the text
   CHECK(nlohmann::json::parse(error_file_json(lost))["message"]["extraInfo"]["peer_failure"] == false);
@@ -67,8 +67,8 @@ TEST_CASE("error file: written whole, into missing folders, the first error wins
   auto dir = fs::temp_directory_path() / ("ddp_unit_errfile_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto path = (dir / "attempt_0" / "1" / "error.json").string();
-  CHECK(write_error_file(path, {"First: one", std::nullopt, 1}));
-  CHECK_FALSE(write_error_file(path, {"Second: two", std::nullopt, 2}));
+  CHECK(write_error_file(path, {"First: one", std::nullopt, 1, std::nullopt}));
+  CHECK_FALSE(write_error_file(path, {"Second: two", std::nullopt, 2, std::nullopt}));
   std::ifstream in(path);
   auto j = nlohmann::json::parse(in);
   CHECK(j["message"]["message"] == "First: one");
