@@ -35,6 +35,7 @@ struct DaemonArgs {
   std::string listen;
   int slots = 0;
   int gpus = -1;
+  double slurm_poll = 2;
 };
 
 // The bearer token for TCP clients: made once, kept 0600 in the state directory.
@@ -99,6 +100,10 @@ Command add_daemon_command(CLI::App& app) {
                   "GPUs to hand out, 0..N-1 (default: what NVML reports; a number here "
                   "configures them, e.g. for tests)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--slurm-poll-interval", a->slurm_poll,
+                  "Seconds between two `scontrol -o show job` of each running executor: slurm job")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
 
   auto run = [a]() -> int {
     fs::path state_dir = a->state_dir.empty() ? jobs::default_state_dir() : fs::path(a->state_dir);
@@ -123,6 +128,7 @@ Command add_daemon_command(CLI::App& app) {
       if (!count.count) spdlog::info("no GPUs to hand out: {}", count.why_not);
     }
     for (int g = 0; g < gpus; ++g) config.inventory.gpu_indices.push_back(g);
+    config.slurm_poll_interval = std::chrono::milliseconds(static_cast<long>(a->slurm_poll * 1000));
 
     std::signal(SIGPIPE, SIG_IGN);
     proc::raise_open_file_limit();  // one descriptor per client, per followed log, per job

@@ -127,6 +127,12 @@ ALTER TABLE jobs ADD COLUMN retry_at REAL NOT NULL DEFAULT 0;
 PRAGMA user_version = 2;
 )";
 
+// v3: executor: slurm runs are found again by their Slurm job id.
+const char* kMigrateV3 = R"(
+ALTER TABLE jobs ADD COLUMN external_id TEXT NOT NULL DEFAULT '';
+PRAGMA user_version = 3;
+)";
+
 }  // namespace
 
 JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
@@ -151,6 +157,7 @@ JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
   }
   if (version == 0) transaction([&] { exec(kSchemaV1); });
   if (version < 2) transaction([&] { exec(kMigrateV2); });
+  if (version < 3) transaction([&] { exec(kMigrateV3); });
 }
 
 JobDb::~JobDb() { sqlite3_close(db_); }
@@ -192,7 +199,7 @@ JobId JobDb::insert_job(const JobRecord& r) {
 void JobDb::update_job(const JobRecord& r) {
   Stmt s(db_,
          "UPDATE jobs SET state=?, reason=?, runs=?, restarts=?, started_at=?, finished_at=?, exit_code=?, pid=?, "
-         "pid_start_time=?, run_dir=?, gpus=?, slots=?, events_offset=?, retry_at=? WHERE id=?");
+         "pid_start_time=?, run_dir=?, gpus=?, slots=?, events_offset=?, retry_at=?, external_id=? WHERE id=?");
   s.bind(1, std::string(state_name(r.state))).bind(2, r.reason).bind(3, r.runs).bind(4, r.restarts);
   s.bind(5, r.started_at).bind(6, r.finished_at);
   if (r.exit_code) {
@@ -202,7 +209,7 @@ void JobDb::update_job(const JobRecord& r) {
   }
   s.bind(8, static_cast<std::int64_t>(r.pid)).bind(9, static_cast<std::int64_t>(r.pid_start_time));
   s.bind(10, r.run_dir).bind(11, join_ints(r.gpus)).bind(12, r.slots).bind(13, r.events_offset);
-  s.bind(14, r.retry_at).bind(15, r.id);
+  s.bind(14, r.retry_at).bind(15, r.external_id).bind(16, r.id);
   s.step();
 }
 
@@ -221,7 +228,8 @@ void JobDb::add_event(JobId id, const EventRow& e) {
 std::vector<JobRecord> JobDb::load_jobs() {
   Stmt s(db_,
          "SELECT id, name, spec_yaml, priority, state, reason, runs, restarts, submitted_at, started_at, "
-         "finished_at, exit_code, pid, pid_start_time, run_dir, gpus, slots, events_offset, retry_at FROM jobs "
+         "finished_at, exit_code, pid, pid_start_time, run_dir, gpus, slots, events_offset, retry_at, external_id "
+         "FROM jobs "
          "ORDER BY id");
   std::vector<JobRecord> out;
   while (s.step()) {
@@ -248,6 +256,7 @@ std::vector<JobRecord> JobDb::load_jobs() {
     r.slots = s.i32(16);
     r.events_offset = s.i64(17);
     r.retry_at = s.f64(18);
+    r.external_id = s.text(19);
     out.push_back(std::move(r));
   }
   return out;

@@ -20,7 +20,7 @@ struct sqlite3;
 
 namespace ddp::jobs {
 
-inline constexpr int kJobDbSchemaVersion = 2;  // 2: jobs.retry_at
+inline constexpr int kJobDbSchemaVersion = 3;  // 2: jobs.retry_at; 3: jobs.external_id
 
 struct JobRecord {
   JobId id = 0;
@@ -42,6 +42,7 @@ struct JobRecord {
   int slots = 0;
   std::int64_t events_offset = 0;  // bytes of the current run's event file already applied
   double retry_at = 0;             // RESTARTING between runs: when the daemon retries (wall clock); 0: none
+  std::string external_id;         // the current run's id in another system (the Slurm job id); "" when none
 };
 
 struct TransitionRow {

@@ -19,6 +19,7 @@
 #include "common/error.hpp"
 #include "jobs/local_executor.hpp"
 #include "jobs/run_logs.hpp"
+#include "jobs/slurm_executor.hpp"
 
 namespace ddp::jobs {
 
@@ -34,14 +35,14 @@ struct JobManager::Job {
   JobRecord rec;
   JobSpec spec;
   bool spec_ok = true;
-  std::unique_ptr<asio::posix::stream_descriptor> pidfd;
-  bool own_child = false;
+  bool submitting = false;  // a run is being started (sbatch in flight); no handle yet
   std::optional<int> events_watch;
   // This run, from its event stream:
   bool finished_seen = false;
   std::optional<int> finished_exit;
   std::optional<int> first_failure_code;  // of the latest worker-group attempt
   std::string first_failure;              // "rank 1 exited with code 3"
+  std::string end_reason;                 // how the executor saw the run end ("Slurm job 12 COMPLETED ...")
   // Cancel or timeout in progress:
   bool cancel_requested = false;
   JobState cancel_final = JobState::Cancelled;
@@ -56,6 +57,7 @@ struct JobManager::Job {
     finished_exit.reset();
     first_failure_code.reset();
     first_failure.clear();
+    end_reason.clear();
   }
 };
 
@@ -70,14 +72,6 @@ int signal_number(const std::string& name) {
   return 0;
 }
 
-int send_signal(asio::posix::stream_descriptor* pidfd, pid_t pid, int signo) {
-  // Through the pidfd when we have one: a pid recycled meanwhile can never receive it.
-  if (pidfd && pidfd->is_open()) {
-    return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd->native_handle(), signo, nullptr, 0));
-  }
-  return ::kill(pid, signo);
-}
-
 }  // namespace
 
 JobManager::JobManager(asio::io_context& io, DaemonConfig config)
@@ -85,7 +79,9 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config)
       config_(std::move(config)),
       db_(config_.state_dir / "jobs.db"),
       scheduler_(config_.inventory),
-      inotify_(io) {}
+      inotify_(io),
+      local_(std::make_unique<LocalExecutor>(io)),
+      slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})) {}
 
 JobManager::~JobManager() = default;
 
@@ -102,6 +98,12 @@ const JobManager::Job& JobManager::find(JobId id) const {
 }
 
 bool JobManager::is_finished(JobId id) const { return is_terminal(find(id).rec.state); }
+
+Executor& JobManager::executor_of(const Job& job) const { return job.spec.executor == "slurm" ? *slurm_ : *local_; }
+
+RunHandle JobManager::run_of(const Job& job) { return {job.rec.pid, job.rec.pid_start_time, job.rec.external_id}; }
+
+bool JobManager::run_live(const Job& job) { return job.rec.pid != 0 || !job.rec.external_id.empty(); }
 
 void JobManager::persist(Job& job) {
   ++generation_;
@@ -177,7 +179,9 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
     throw ApiError(400, e.what(), {{"problems", problems}});
   }
   ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
-  if (auto why = scheduler_.never_fits(req)) throw ApiError(422, *why);
+  if (spec.executor == "local") {
+    if (auto why = scheduler_.never_fits(req)) throw ApiError(422, *why);
+  }
   auto job = std::make_unique<Job>();
   job->spec = spec;
   job->rec.name = spec.name;
@@ -193,14 +197,19 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
   ++submitted_total_;
   auto& ref = *job;
   jobs_[id] = std::move(job);
-  spdlog::info("job {} ({}) submitted: {} rank(s), {} GPU(s), priority {}", id, spec.name, req.slots, req.gpus,
-               spec.priority);
+  spdlog::info("job {} ({}) submitted: {} node(s) × {} rank(s), {} GPU(s) per node, priority {}, executor {}", id,
+               spec.name, spec.resources.nodes, req.slots, req.gpus, spec.priority, spec.executor);
   enqueue(ref);
   return to_json(ref, false);
 }
 
 void JobManager::enqueue(Job& job) {
   ++generation_;
+  if (!executor_of(job).uses_host_resources()) {
+    // Slurm queues and places it: nothing of this host is booked, no local queue to wait in.
+    launch(job, Placement{job.rec.id, 0, {}});
+    return;
+  }
   scheduler_.enqueue(job.rec.id, job.rec.priority, static_cast<std::uint64_t>(job.rec.id),
                      {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
   schedule();
@@ -228,58 +237,104 @@ void JobManager::launch(Job& job, const Placement& placement) {
   job.rec.events_offset = 0;
   job.rec.exit_code.reset();
   if (job.rec.started_at == 0) job.rec.started_at = now_seconds();
-  set_state(job, JobState::Starting, fmt::format("starting the supervisor (run {})", job.rec.runs - 1));
+  job.rec.external_id.clear();
+  set_state(job, JobState::Starting,
+            executor_of(job).uses_host_resources()
+                ? fmt::format("starting the supervisor (run {})", job.rec.runs - 1)
+                : fmt::format("submitting to {} with sbatch (run {})", executor_of(job).name(), job.rec.runs - 1));
 
   LaunchContext ctx{config_.self_exe, std::to_string(job.rec.id), run_dir / "logs", run_dir / "events.jsonl",
                     placement.gpus};
-  SpawnRequest req{launch_argv(job.spec, ctx), launch_env(job.spec, ctx), job.spec.workdir, run_dir / "supervisor.log"};
-  try {
-    job.rec.pid = spawn_supervisor(req);
-  } catch (const std::exception& e) {
-    scheduler_.release(job.rec.id);
-    ++generation_;
-    set_state(job, JobState::Failed, e.what());
-    return;
-  }
-  job.rec.pid_start_time = process_start_time(job.rec.pid).value_or(0);
-  persist(job);
-  watch_run(job, true);
-  if (job.spec.timeout_s) {
-    job.timeout_timer = std::make_unique<asio::steady_timer>(io_);
-    job.timeout_timer->expires_after(std::chrono::milliseconds(static_cast<long>(*job.spec.timeout_s * 1000)));
-    job.timeout_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec2) {
-      if (ec2) return;
-      auto& j = find(id);
-      if (j.rec.pid == 0 || is_terminal(j.rec.state) || j.cancel_requested) return;
-      stop_supervisor(j, fmt::format("timed out after {}s (limits.timeout)", *j.spec.timeout_s), JobState::Failed);
-    });
-  }
+  auto& executor = executor_of(job);
+  const auto id = job.rec.id;
+  const int run = job.rec.runs;
+  job.submitting = true;
+  executor.start(
+      RunRequest{id, &job.spec, run_dir, ctx},
+      [this, id, run, &executor](const RunHandle& handle) {
+        auto& j = find(id);
+        j.submitting = false;
+        if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
+          executor.stop(id, handle, false);
+          return;
+        }
+        j.rec.pid = handle.pid;
+        j.rec.pid_start_time = handle.pid_start_time;
+        j.rec.external_id = handle.external_id;
+        persist(j);
+        if (!handle.external_id.empty()) {
+          spdlog::info("job {}: submitted as {} job {}", id, executor.name(), handle.external_id);
+          set_state(j, JobState::Starting, fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
+        }
+        watch_run(j, true);
+        if (j.cancel_requested) {
+          executor.stop(id, handle, false);
+        } else if (j.spec.timeout_s) {
+          arm_timeout(j, *j.spec.timeout_s);
+        }
+      },
+      [this, id, run](const std::string& why) {
+        auto& j = find(id);
+        j.submitting = false;
+        if (j.rec.runs != run || is_terminal(j.rec.state)) return;
+        scheduler_.release(id);
+        ++generation_;
+        if (j.cancel_requested) {
+          set_state(j, j.cancel_final, j.cancel_reason);
+        } else {
+          set_state(j, JobState::Failed, why);
+        }
+      });
+}
+
+void JobManager::arm_timeout(Job& job, double seconds_left) {
+  job.timeout_timer = std::make_unique<asio::steady_timer>(io_);
+  job.timeout_timer->expires_after(std::chrono::milliseconds(static_cast<long>(std::max(0.0, seconds_left) * 1000)));
+  job.timeout_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
+    if (ec) return;
+    auto& j = find(id);
+    if (!run_live(j) || is_terminal(j.rec.state) || j.cancel_requested) return;
+    stop_supervisor(j, fmt::format("timed out after {}s (limits.timeout)", *j.spec.timeout_s), JobState::Failed);
+  });
 }
 
 void JobManager::watch_run(Job& job, bool own_child) {
-  job.own_child = own_child;
   auto id = job.rec.id;
-  auto events_file = fs::path(job.rec.run_dir) / "events.jsonl";
-  job.events_watch = inotify_.watch(events_file, [this, id] { read_events(find(id)); });
-  int fd = open_pidfd(job.rec.pid);
-  if (fd < 0) {
-    // Gone already (or not visible): its event file tells the rest.
-    std::optional<int> status;
-    int st = 0;
-    if (own_child && ::waitpid(job.rec.pid, &st, 0) == job.rec.pid) status = st;
-    on_supervisor_exit(job, status);
+  auto& executor = executor_of(job);
+  if (executor.uses_host_resources()) {  // a local supervisor: its event stream
+    auto events_file = fs::path(job.rec.run_dir) / "events.jsonl";
+    job.events_watch = inotify_.watch(events_file, [this, id] { read_events(find(id)); });
+    read_events(job);
+  }
+  const int run = job.rec.runs;
+  executor.follow(id, run_of(job), own_child, [this, id, run](const RunUpdate& u) {
+    auto& j = find(id);
+    if (j.rec.runs != run) return;
+    on_run_update(j, u);
+  });
+}
+
+void JobManager::on_run_update(Job& job, const RunUpdate& u) {
+  using Phase = RunUpdate::Phase;
+  if (u.phase == Phase::Ended) {
+    if (u.exit_code) {  // the executor knows the outcome itself (no supervisor event stream here)
+      job.finished_seen = true;
+      job.finished_exit = u.succeeded ? 0 : std::max(1, *u.exit_code);
+      job.end_reason = u.reason;
+      if (!u.succeeded && job.first_failure.empty()) {
+        job.first_failure_code = u.exit_code;
+        job.first_failure = u.reason;
+      }
+    }
+    on_supervisor_exit(job, u.wait_status);
     return;
   }
-  job.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
-  job.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
-    if (ec) return;
-    auto& j = find(id);
-    std::optional<int> status;
-    int st = 0;
-    if (j.own_child && ::waitpid(j.rec.pid, &st, 0) == j.rec.pid) status = st;
-    on_supervisor_exit(j, status);
-  });
-  read_events(job);
+  if (job.rec.state == JobState::Cancelling || is_terminal(job.rec.state)) return;
+  if (u.phase == Phase::Running) {
+    set_state(job, JobState::Running, u.reason);
+  } else if (job.rec.state == JobState::Starting) {
+    set_state(job, JobState::Starting, u.reason);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -367,6 +422,14 @@ std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
   if (job.spec.restart.no_retry_log_patterns.empty() || job.rec.run_dir.empty()) return std::nullopt;
   std::vector<std::regex> res;
   for (const auto& p : job.spec.restart.no_retry_log_patterns) res.emplace_back(p);
+  if (!executor_of(job).uses_host_resources()) {  // one output file holds every rank's lines
+    auto out = executor_of(job).log_path(job.rec.run_dir, run_of(job), "0", "stdout");
+    auto text = out ? read_file_tail(*out, 1 << 20) : std::string();
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      if (std::regex_search(text, res[i])) return job.spec.restart.no_retry_log_patterns[i];
+    }
+    return std::nullopt;
+  }
   auto logs = fs::path(job.rec.run_dir) / "logs";
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(logs, ec); !ec && it != fs::recursive_directory_iterator();
@@ -386,15 +449,12 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
   if (job.kill_timer) job.kill_timer->cancel();
   if (job.events_watch) inotify_.unwatch(*job.events_watch);
   job.events_watch.reset();
-  if (job.pidfd) {
-    boost::system::error_code ec;
-    job.pidfd->close(ec);
-    job.pidfd.reset();
-  }
+  executor_of(job).forget(job.rec.id);
   scheduler_.release(job.rec.id);
   ++generation_;
   auto pid = job.rec.pid;
   job.rec.pid = 0;
+  job.rec.external_id.clear();
   if (job.finished_exit) {
     job.rec.exit_code = job.finished_exit;
   } else if (wait_status && WIFEXITED(*wait_status)) {
@@ -404,7 +464,7 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
   }
   bool success = job.finished_seen ? job.finished_exit == 0 : job.rec.exit_code == 0;
   if (success) {
-    set_state(job, JobState::Succeeded, "all ranks exited with code 0");
+    set_state(job, JobState::Succeeded, job.end_reason.empty() ? "all ranks exited with code 0" : job.end_reason);
   } else if (job.cancel_requested) {
     set_state(job, job.cancel_final, job.cancel_reason);
   } else {
@@ -445,7 +505,7 @@ void JobManager::arm_retry(Job& job, double delay_s) {
   job.retry_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
     if (ec) return;
     auto& j = find(id);
-    if (j.rec.state == JobState::Restarting && j.rec.pid == 0) enqueue(j);
+    if (j.rec.state == JobState::Restarting && !run_live(j)) enqueue(j);
   });
 }
 
@@ -457,8 +517,8 @@ void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState f
   job.cancel_final = final_state;
   job.cancel_reason = reason;
   set_state(job, JobState::Cancelling, reason);
-  // The supervisor handles SIGTERM like torchrun: SIGTERM to every rank, SIGKILL after its grace.
-  send_signal(job.pidfd.get(), job.rec.pid, SIGTERM);
+  if (job.submitting) return;  // stopped as soon as it has a handle
+  executor_of(job).stop(job.rec.id, run_of(job), false);
   job.kill_timer = std::make_unique<asio::steady_timer>(io_);
   auto grace = std::chrono::milliseconds(static_cast<long>(job.spec.distributed.shutdown_grace_s * 1000)) +
                std::chrono::seconds(5);
@@ -466,10 +526,15 @@ void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState f
   job.kill_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
     if (ec) return;
     auto& j = find(id);
-    if (j.rec.pid == 0) return;
-    spdlog::warn("job {}: the supervisor (pid {}) outlived its grace; killing it (its ranks die with it)", id,
-                 j.rec.pid);
-    send_signal(j.pidfd.get(), j.rec.pid, SIGKILL);
+    if (!run_live(j)) return;
+    if (j.rec.pid != 0) {
+      spdlog::warn("job {}: the supervisor (pid {}) outlived its grace; killing it (its ranks die with it)", id,
+                   j.rec.pid);
+    } else {
+      spdlog::warn("job {}: {} job {} still runs after its grace; cancelling it again", id, executor_of(j).name(),
+                   j.rec.external_id);
+    }
+    executor_of(j).stop(id, run_of(j), true);
   });
 }
 
@@ -487,7 +552,7 @@ json JobManager::cancel(JobId id) {
       set_state(job, JobState::Cancelled, "cancelled by request before it started");
       break;
     default:
-      if (job.rec.pid == 0) {  // RESTARTING: waiting out the back-off or queued for resources
+      if (!run_live(job) && !job.submitting) {  // RESTARTING: waiting out the back-off or queued for resources
         if (job.retry_timer) job.retry_timer->cancel();
         scheduler_.dequeue(id);
         ++generation_;
@@ -517,6 +582,7 @@ void JobManager::recover() {
     jobs_[job->rec.id] = std::move(job);
   }
   std::size_t adopted = 0, settled = 0, requeued = 0;
+  std::vector<JobId> resubmit;  // executor: slurm jobs to submit again (no local queue)
   for (auto& [id, jp] : jobs_) {
     auto& job = *jp;
     if (is_terminal(job.rec.state)) continue;
@@ -558,7 +624,9 @@ void JobManager::recover() {
       job.cancel_reason = job.rec.reason;
       job.cancel_final = job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed : JobState::Cancelled;
     }
-    if (job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
+    auto& executor = executor_of(job);
+    const bool local = executor.uses_host_resources();
+    if (local && job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
       // Killed between starting the supervisor and recording its pid: processes.json names it.
       auto dir = supervisor_log_dir(job.rec.run_dir);
       std::ifstream in;
@@ -573,9 +641,13 @@ void JobManager::recover() {
       } catch (const std::exception&) {
       }
     }
-    if (job.rec.pid == 0) {
+    if (!run_live(job)) {
       if (job.rec.state == JobState::Starting) {
-        set_state(job, JobState::Pending, "requeued: the daemon restarted before the supervisor started");
+        set_state(job, JobState::Pending,
+                  local ? "requeued: the daemon restarted before the supervisor started"
+                        : fmt::format("requeued: the daemon restarted before sbatch answered (a Slurm job it may have "
+                                      "submitted is named ddp-{}-{})",
+                                      id, job.spec.name));
       }
       if (job.rec.state == JobState::Cancelling) {
         set_state(job, JobState::Cancelled, job.cancel_reason);
@@ -589,34 +661,27 @@ void JobManager::recover() {
         ++requeued;
         continue;
       }
-      scheduler_.enqueue(id, job.rec.priority, static_cast<std::uint64_t>(id),
-                         {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
+      if (local) {
+        scheduler_.enqueue(id, job.rec.priority, static_cast<std::uint64_t>(id),
+                           {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
+      } else {
+        resubmit.push_back(id);
+      }
       ++requeued;
       continue;
     }
-    auto start = process_start_time(job.rec.pid);
-    bool alive = start && job.rec.pid_start_time != 0 && *start == job.rec.pid_start_time;
-    if (alive) {
-      int fd = open_pidfd(job.rec.pid);
-      // Checked again after opening the pidfd: the pid cannot be recycled under an open pidfd.
-      alive = fd >= 0 && process_start_time(job.rec.pid) == job.rec.pid_start_time;
-      if (fd >= 0) ::close(fd);
-    }
-    if (alive && scheduler_.hold({id, job.rec.slots, job.rec.gpus})) {
-      spdlog::info("job {}: re-adopted its supervisor (pid {}) in {}", id, job.rec.pid, job.rec.run_dir);
+    bool alive = executor.can_readopt(run_of(job));
+    if (alive && (!local || scheduler_.hold({id, job.rec.slots, job.rec.gpus}))) {
+      if (local) {
+        spdlog::info("job {}: re-adopted its supervisor (pid {}) in {}", id, job.rec.pid, job.rec.run_dir);
+      } else {
+        spdlog::info("job {}: re-adopted {} job {} in {}", id, executor.name(), job.rec.external_id, job.rec.run_dir);
+      }
       watch_run(job, false);
       if (job.cancel_requested) {
-        send_signal(job.pidfd.get(), job.rec.pid, SIGTERM);
+        executor.stop(id, run_of(job), false);
       } else if (job.spec.timeout_s) {
-        double left = job.rec.started_at + *job.spec.timeout_s - now_seconds();
-        job.timeout_timer = std::make_unique<asio::steady_timer>(io_);
-        job.timeout_timer->expires_after(std::chrono::milliseconds(static_cast<long>(std::max(0.0, left) * 1000)));
-        job.timeout_timer->async_wait([this, jid = id](boost::system::error_code ec) {
-          if (ec) return;
-          auto& j = find(jid);
-          if (j.rec.pid == 0 || is_terminal(j.rec.state) || j.cancel_requested) return;
-          stop_supervisor(j, fmt::format("timed out after {}s (limits.timeout)", *j.spec.timeout_s), JobState::Failed);
-        });
+        arm_timeout(job, job.rec.started_at + *job.spec.timeout_s - now_seconds());
       }
       ++adopted;
     } else {
@@ -628,7 +693,11 @@ void JobManager::recover() {
       ++settled;
     }
   }
-  spdlog::info("recovered {} job(s): {} supervisor(s) re-adopted, {} settled from their run directory, {} queued",
+  for (auto id : resubmit) {
+    auto& job = find(id);
+    if (job.rec.state == JobState::Pending || job.rec.state == JobState::Restarting) enqueue(job);
+  }
+  spdlog::info("recovered {} job(s): {} run(s) re-adopted, {} settled from their run directory, {} queued",
                jobs_.size(), adopted, settled, requeued);
   schedule();
 }
@@ -653,7 +722,10 @@ json JobManager::to_json(const Job& job, bool detail) const {
          {"gpus", r.gpus},
          {"slots", job.spec.resources.nproc_per_node},
          {"nproc_per_node", job.spec.resources.nproc_per_node},
-         {"gpus_per_node", job.spec.resources.gpus_per_node}};
+         {"gpus_per_node", job.spec.resources.gpus_per_node},
+         {"nodes", job.spec.resources.nodes},
+         {"executor", job.spec.executor}};
+  if (!r.external_id.empty()) j["slurm_job_id"] = r.external_id;
   if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {
     if (auto why = scheduler_.pending_reason(r.id)) j["pending_reason"] = *why;
   }
@@ -713,7 +785,7 @@ json JobManager::events(JobId id) {
 std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
   const auto& job = find(id);
   if (job.rec.run_dir.empty()) return std::nullopt;
-  return rank_log_path(job.rec.run_dir, rank, stream);
+  return executor_of(job).log_path(job.rec.run_dir, run_of(job), rank, stream);
 }
 
 json JobManager::job_metrics(JobId id) const {

@@ -1,11 +1,12 @@
 #pragma once
 // JobManager: the daemon's jobs on its one Asio loop. It ties the pure cores (JobSpec,
 // Scheduler, JobState) to the shells: JobDb (every change is committed before it is acted on),
-// the local executor (one `ddp-launch run` supervisor per run of a job, in its own session),
-// pidfds (a supervisor's exit, child or re-adopted) and inotify (its event file).
+// the executors (local: one `ddp-launch run` supervisor per run of a job, in its own session;
+// slurm: one sbatch job per run) and inotify (a local supervisor's event file).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "jobs/executor.hpp"
 #include "jobs/inotify.hpp"
 #include "jobs/job_db.hpp"
 #include "jobs/job_spec.hpp"
@@ -25,6 +27,7 @@ struct DaemonConfig {
   std::filesystem::path state_dir;  // jobs.db, jobs/<id>/run-<n>/…, token
   std::string self_exe;             // the ddp-launch binary supervisors are started from
   HostInventory inventory;
+  std::chrono::milliseconds slurm_poll_interval{2000};  // executor: slurm: scontrol per job this often
 };
 
 // An API-level failure: HTTP status + message (the daemon answers it as JSON).
@@ -76,6 +79,11 @@ class JobManager {
   void schedule();
   void launch(Job& job, const Placement& placement);
   void watch_run(Job& job, bool own_child);
+  void on_run_update(Job& job, const RunUpdate& update);
+  void arm_timeout(Job& job, double seconds_left);
+  Executor& executor_of(const Job& job) const;
+  static RunHandle run_of(const Job& job);
+  static bool run_live(const Job& job);
   void read_events(Job& job);
   void apply_event(Job& job, const nlohmann::json& event);
   void on_supervisor_exit(Job& job, std::optional<int> wait_status);
@@ -95,6 +103,7 @@ class JobManager {
   JobDb db_;
   Scheduler scheduler_;
   Inotify inotify_;
+  std::unique_ptr<Executor> local_, slurm_;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
   int next_subscriber_ = 1;

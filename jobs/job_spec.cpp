@@ -339,7 +339,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                    {
                        {"nodes",
                         [&](const YAML::Node& v) {
-                          if (auto x = r.integer(v, "resources.nodes", 1, 1))
+                          if (auto x = r.integer(v, "resources.nodes", 1, 4096))
                             spec.resources.nodes = static_cast<int>(*x);
                         }},
                        {"nproc_per_node",
@@ -510,14 +510,75 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
            }},
           {"executor",
            [&](const YAML::Node& n) {
-             auto v = r.string(n, "executor", "local");
-             if (v && *v == "slurm") {
-               r.problem(n, "executor 'slurm' is reserved but not available yet; use executor: local");
-             } else if (v && *v != "local") {
-               r.problem(n, fmt::format("executor must be local (slurm is reserved), not '{}'", *v));
-             } else if (v) {
-               spec.executor = *v;
-             }
+             if (auto v = r.choice(n, "executor", {"local", "slurm"})) spec.executor = *v;
+           }},
+          {"slurm",
+           [&](const YAML::Node& n) {
+             auto& sl = spec.slurm;
+             auto name_field = [&](const YAML::Node& v, const std::string& what, std::string& into) {
+               auto x = r.string(v, what, "a Slurm name (letters, digits, - _ .)");
+               if (!x) return;
+               if (x->empty() || !std::all_of(x->begin(), x->end(), [](char c) {
+                     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                   })) {
+                 r.problem(v, fmt::format("{} '{}' must be a Slurm name of letters, digits, '-', '_' or '.'", what, *x));
+                 return;
+               }
+               into = *x;
+             };
+             r.map(n, "slurm",
+                   {
+                       {"partition", [&](const YAML::Node& v) { name_field(v, "slurm.partition", sl.partition); }},
+                       {"account", [&](const YAML::Node& v) { name_field(v, "slurm.account", sl.account); }},
+                       {"qos", [&](const YAML::Node& v) { name_field(v, "slurm.qos", sl.qos); }},
+                       {"time_limit",
+                        [&](const YAML::Node& v) {
+                          if (auto x = r.duration(v, "slurm.time_limit")) {
+                            if (*x < 1) {
+                              r.problem(v, "slurm.time_limit must be at least 1s (Slurm counts whole seconds)");
+                            } else {
+                              sl.time_limit_s = *x;
+                            }
+                          }
+                        }},
+                       {"sbatch_args",
+                        [&](const YAML::Node& v) {
+                          auto x = r.strings(v, "slurm.sbatch_args", "[--exclusive, --mem=8G]");
+                          if (!x) return;
+                          // Set by the daemon: the job's shape, name and output file must stay its own.
+                          static const std::vector<std::pair<std::string, std::string>> owned = {
+                              {"--nodes", "resources.nodes"},         {"-N", "resources.nodes"},
+                              {"--output", "(the daemon's run directory)"}, {"-o", "(the daemon's run directory)"},
+                              {"--error", "(the daemon's run directory)"},  {"-e", "(the daemon's run directory)"},
+                              {"--job-name", "name"},                 {"-J", "name"},
+                              {"--ntasks-per-node", "(one supervisor per node)"},
+                              {"--partition", "slurm.partition"},     {"-p", "slurm.partition"},
+                              {"--time", "slurm.time_limit"},         {"-t", "slurm.time_limit"},
+                              {"--chdir", "workdir"},                 {"-D", "workdir"},
+                              {"--wrap", "command"},
+                          };
+                          std::size_t i = 0;
+                          for (const auto& arg : *x) {
+                            const auto& at = v[i++];
+                            if (arg.empty() || arg[0] != '-' || arg.find_first_of("\r\n") != std::string::npos) {
+                              r.problem(at, fmt::format("slurm.sbatch_args: '{}' is not one sbatch option such as "
+                                                        "--exclusive or --mem=8G",
+                                                        arg));
+                              continue;
+                            }
+                            for (const auto& [opt, field] : owned) {
+                              bool hit = arg == opt || arg.rfind(opt + "=", 0) == 0 ||
+                                         (opt.size() == 2 && arg.size() > 2 && arg.rfind(opt, 0) == 0 && arg[1] != '-');
+                              if (hit) {
+                                r.problem(at, fmt::format("slurm.sbatch_args: {} is set by the daemon; use {} instead",
+                                                          opt, field));
+                                break;
+                              }
+                            }
+                            sl.sbatch_args.push_back(arg);
+                          }
+                        }},
+                   });
            }},
       });
   if (spec.name.empty() && !root["name"]) r.problems.push_back({1, 1, "missing name: (e.g. name: resnet-ddp)"});
@@ -528,6 +589,15 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
   }
   if (!spec.shell.empty() && !spec.args.empty()) {
     r.problem(root["args"], "args: go with command:, not with shell: (put them in the shell line)");
+  }
+  if (spec.executor != "slurm") {
+    if (spec.resources.nodes > 1) {
+      r.problem(root["resources"]["nodes"],
+                fmt::format("resources.nodes {}: a local job runs on this host alone (nodes: 1); several nodes need "
+                            "executor: slurm",
+                            spec.resources.nodes));
+    }
+    if (root["slurm"]) r.problem(root["slurm"], "slurm: applies to executor: slurm only; add executor: slurm");
   }
   if (spec.restart.backoff_max_s < spec.restart.backoff_initial_s && root["restart"]) {
     r.problem(root["restart"], "restart.backoff.max must be at least restart.backoff.initial");
@@ -541,38 +611,73 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
   return spec;
 }
 
-std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& ctx) {
+namespace {
+
+// The `ddp-launch run` options every executor passes: the ranks, restarts, store and backend.
+std::vector<std::string> group_options(const JobSpec& spec) {
   const auto& d = spec.distributed;
-  std::vector<std::string> argv = {
-      ctx.self_exe,
-      "run",
-      "--nnodes",
-      std::to_string(spec.resources.nodes),
-      "--nproc-per-node",
-      std::to_string(spec.resources.nproc_per_node),
-      "--max-restarts",
-      std::to_string(d.max_restarts),
-      "--shutdown-grace",
-      format_seconds(d.shutdown_grace_s),
-      "--store",
-      d.store,
-      "--backend",
-      d.backend,
-      "--rdzv-id",
-      "job-" + ctx.job_id,
-      "--log-dir",
-      ctx.log_dir.string(),
-      // Ranks' output goes to their files only: the supervisor's own log stays readable.
-      "--redirects",
-      "3",
-      "--events",
-      ctx.events_path.string(),
-      // No "--": `run` takes everything from the first positional on as the worker's argv.
-      "--no-python",
+  return {
+      "--nproc-per-node", std::to_string(spec.resources.nproc_per_node),
+      "--max-restarts",   std::to_string(d.max_restarts),
+      "--shutdown-grace", format_seconds(d.shutdown_grace_s),
+      "--store",          d.store,
+      "--backend",        d.backend,
   };
+}
+
+}  // namespace
+
+std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& ctx) {
+  std::vector<std::string> argv = {ctx.self_exe, "run", "--nnodes", std::to_string(spec.resources.nodes)};
+  auto group = group_options(spec);
+  argv.insert(argv.end(), group.begin(), group.end());
+  argv.insert(argv.end(), {
+                              "--rdzv-id",
+                              "job-" + ctx.job_id,
+                              "--log-dir",
+                              ctx.log_dir.string(),
+                              // Ranks' output goes to their files only: the supervisor's own log stays readable.
+                              "--redirects",
+                              "3",
+                              "--events",
+                              ctx.events_path.string(),
+                              // No "--": `run` takes everything from the first positional on as the worker's argv.
+                              "--no-python",
+                          });
   auto worker = spec.worker_argv();
   argv.insert(argv.end(), worker.begin(), worker.end());
   return argv;
+}
+
+std::string slurm_time(double seconds) {
+  auto total = static_cast<long long>(std::ceil(seconds));
+  return fmt::format("{}-{:02}:{:02}:{:02}", total / 86400, total % 86400 / 3600, total % 3600 / 60, total % 60);
+}
+
+launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchContext& ctx, const std::string& output) {
+  launcher::SbatchScript s;
+  s.job_name = fmt::format("ddp-{}-{}", ctx.job_id, spec.name);
+  s.nodes = std::to_string(spec.resources.nodes);
+  s.output = output;
+  if (spec.slurm.time_limit_s) s.time = slurm_time(*spec.slurm.time_limit_s);
+  s.partition = spec.slurm.partition;
+  s.account = spec.slurm.account;
+  s.qos = spec.slurm.qos;
+  s.chdir = spec.workdir;
+  if (spec.resources.gpus_per_node > 0) s.extra.push_back(fmt::format("--gpus-per-node={}", spec.resources.gpus_per_node));
+  s.extra.insert(s.extra.end(), spec.slurm.sbatch_args.begin(), spec.slurm.sbatch_args.end());
+  s.launcher = ctx.self_exe;
+  // Node count, node rank, store host and port, and the run id (the Slurm job id) come from
+  // SLURM_* on every node. No --log-dir/--events: every node's supervisor would write the same
+  // files; the ranks' [rank N]-prefixed output reaches the job's output file through srun.
+  s.run_options = group_options(spec);
+  s.run_options.push_back("--no-python");
+  s.command = spec.worker_argv();
+  s.env = launch_env(spec, ctx);
+  // Slurm hands out the GPUs (CUDA_VISIBLE_DEVICES per node from its gres); never override them.
+  s.env.erase(std::string(env::kCudaVisibleDevices));
+  s.env.erase(std::string(env::kCudaDeviceOrder));
+  return s;
 }
 
 std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchContext& ctx) {

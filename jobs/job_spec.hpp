@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "launcher/sbatch_script.hpp"
 
 namespace ddp::jobs {
 
@@ -25,7 +26,7 @@ struct ExitCodeRange {
 };
 
 struct JobResources {
-  int nodes = 1;           // only 1 for now (one supervisor per job, on this host)
+  int nodes = 1;           // local: only 1 (one supervisor, this host); slurm: #SBATCH --nodes
   int nproc_per_node = 1;  // ranks; each takes one CPU slot of the host
   int gpus_per_node = 0;   // whole GPUs, never shared with another job
 };
@@ -49,6 +50,15 @@ struct JobRestart {
   std::vector<std::string> no_retry_log_patterns;  // ECMAScript regexes searched in the ranks' logs
 };
 
+// executor: slurm: the #SBATCH lines the daemon may not decide itself.
+struct JobSlurm {
+  std::string partition;               // empty: the cluster's default partition
+  std::string account;
+  std::string qos;
+  std::optional<double> time_limit_s;  // #SBATCH --time; empty: the partition's default
+  std::vector<std::string> sbatch_args;  // any other sbatch option, one per item (--exclusive, --mem=8G)
+};
+
 struct JobSpec {
   std::string api_version = "ddp/v1";
   std::string name;
@@ -63,7 +73,8 @@ struct JobSpec {
   std::optional<double> timeout_s;             // limits.timeout
   int priority = 0;                            // HIGHER runs first; FIFO among equals
   std::map<std::string, std::string> metrics;  // name → regex with one capture group (a number)
-  std::string executor = "local";              // local; slurm is reserved
+  std::string executor = "local";              // local | slurm
+  JobSlurm slurm;                              // executor: slurm only
 
   // The argv the job runs (command + args, or /bin/sh -c shell).
   std::vector<std::string> worker_argv() const;
@@ -107,6 +118,13 @@ std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& c
 // Variables the daemon adds to (or overrides in) the supervisor's environment: the job's env,
 // CUDA_VISIBLE_DEVICES for its GPUs (empty string when it has none), the batch policy, the job id.
 std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchContext& ctx);
+
+// The sbatch script of a run (executor: slurm), from the same spec: one `ddp-launch run` per node
+// under srun, whose topology comes from SLURM_*; `output` is the job's output file (%j allowed).
+launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchContext& ctx, const std::string& output);
+
+// Seconds → Slurm's time format D-HH:MM:SS (rounded up to whole seconds).
+std::string slurm_time(double seconds);
 
 // Whether a failed run is relaunched, and after how long.
 struct RetryDecision {

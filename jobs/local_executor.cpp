@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "jobs/run_logs.hpp"
 
 extern char** environ;
 
@@ -86,5 +88,78 @@ std::optional<std::uint64_t> process_start_time(pid_t pid) {
 }
 
 int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// ---------------------------------------------------------------------------------------------
+// LocalExecutor
+
+void LocalExecutor::start(const RunRequest& r, RunStarted started, RunStartFailed failed) {
+  SpawnRequest req{launch_argv(*r.spec, r.ctx), launch_env(*r.spec, r.ctx), r.spec->workdir,
+                   r.run_dir / "supervisor.log"};
+  RunHandle run;
+  try {
+    run.pid = spawn_supervisor(req);
+  } catch (const std::exception& e) {
+    failed(e.what());
+    return;
+  }
+  run.pid_start_time = process_start_time(run.pid).value_or(0);
+  started(run);
+}
+
+void LocalExecutor::follow(JobId id, const RunHandle& run, bool own_child, RunUpdated updated) {
+  auto ended = [pid = run.pid, own_child, updated] {
+    RunUpdate u;
+    u.phase = RunUpdate::Phase::Ended;
+    int st = 0;
+    if (own_child && ::waitpid(pid, &st, 0) == pid) u.wait_status = st;
+    updated(u);
+  };
+  int fd = open_pidfd(run.pid);
+  if (fd < 0) {  // gone already (or not visible): its event file tells the rest
+    ended();
+    return;
+  }
+  auto& pidfd = pidfds_[id];
+  pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
+  pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [ended](boost::system::error_code ec) {
+    if (!ec) ended();
+  });
+}
+
+bool LocalExecutor::can_readopt(const RunHandle& run) {
+  auto start = process_start_time(run.pid);
+  bool alive = start && run.pid_start_time != 0 && *start == run.pid_start_time;
+  if (alive) {
+    int fd = open_pidfd(run.pid);
+    // Checked again after opening the pidfd: the pid cannot be recycled under an open pidfd.
+    alive = fd >= 0 && process_start_time(run.pid) == run.pid_start_time;
+    if (fd >= 0) ::close(fd);
+  }
+  return alive;
+}
+
+void LocalExecutor::stop(JobId id, const RunHandle& run, bool force) {
+  // The supervisor handles SIGTERM like torchrun: SIGTERM to every rank, SIGKILL after its grace.
+  const int signo = force ? SIGKILL : SIGTERM;
+  auto it = pidfds_.find(id);
+  if (it != pidfds_.end() && it->second && it->second->is_open()) {
+    ::syscall(SYS_pidfd_send_signal, it->second->native_handle(), signo, nullptr, 0);
+  } else if (run.pid > 0) {
+    ::kill(run.pid, signo);
+  }
+}
+
+void LocalExecutor::forget(JobId id) {
+  auto it = pidfds_.find(id);
+  if (it == pidfds_.end()) return;
+  boost::system::error_code ec;
+  it->second->close(ec);
+  pidfds_.erase(it);
+}
+
+std::optional<std::filesystem::path> LocalExecutor::log_path(const std::filesystem::path& run_dir, const RunHandle&,
+                                                             const std::string& rank, const std::string& stream) const {
+  return rank_log_path(run_dir, rank, stream);
+}
 
 }  // namespace ddp::jobs

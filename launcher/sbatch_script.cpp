@@ -112,6 +112,15 @@ std::string render_sbatch_script(const SbatchScript& s) {
   directive("qos", s.qos);
   directive("chdir", s.chdir);
   for (const auto& e : s.extra) out += fmt::format("#SBATCH {}\n", e);
+  if (!s.env.empty()) out += "\n";
+  for (const auto& [name, value] : s.env) {
+    if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                            std::string::npos ||
+        (name.front() >= '0' && name.front() <= '9')) {
+      throw UsageError(fmt::format("environment variable name '{}' is not [A-Za-z_][A-Za-z0-9_]*", name));
+    }
+    out += fmt::format("export {}={}\n", name, shell_quote(value));
+  }
   // --kill-on-bad-exit: a supervisor that fails ends the step on every node at once.
   out += "\nexec srun --ntasks-per-node=1 --kill-on-bad-exit=1 " + shell_quote(s.launcher) + " run";
   for (const auto& a : s.run_options) out += " " + shell_quote(a);

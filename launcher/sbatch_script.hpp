@@ -1,6 +1,7 @@
 #pragma once
 // SbatchScript: `ddp-launch sbatch` options → the text of an sbatch script that starts one
 // `ddp-launch run` supervisor per node (srun --ntasks-per-node=1) with the same run options. Pure.
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@ struct SbatchScript {
   std::string qos;                       // #SBATCH --qos
   std::string chdir;                     // #SBATCH --chdir; empty: the directory sbatch is called from
   std::vector<std::string> extra;        // raw sbatch options, one "#SBATCH <option>" line each
+  std::map<std::string, std::string> env;  // `export NAME=value` before srun (srun passes them on)
   std::string launcher;                  // ddp-launch as the compute nodes see it (absolute path)
   std::vector<std::string> run_options;  // `ddp-launch run` options, as given
   std::vector<std::string> command;      // the script (or program) and its arguments

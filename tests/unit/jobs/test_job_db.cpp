@@ -44,6 +44,7 @@ TEST_CASE("jobs, transitions and events survive closing and reopening the databa
       r.events_offset = 512;
       r.run_dir = "/x/run-0";
       r.retry_at = 1234.5;
+      r.external_id = "4711";
       db.update_job(r);
       db.add_transition(id, {101, "PENDING", "RUNNING", "started", 0});
     });
@@ -63,6 +64,7 @@ TEST_CASE("jobs, transitions and events survive closing and reopening the databa
   CHECK(r.events_offset == 512);
   CHECK(r.run_dir == "/x/run-0");
   CHECK(r.retry_at == 1234.5);
+  CHECK(r.external_id == "4711");
   CHECK(db.transitions(id).at(0).to == "RUNNING");
   CHECK(db.events(id).size() == 2);
   CHECK(db.events(id, std::string("finished")).at(0).data_json == R"({"exit_code":0})");
@@ -120,4 +122,31 @@ TEST_CASE("a version 1 database gains retry_at and keeps its jobs") {
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0].name == "old");
   CHECK(jobs[0].retry_at == 0);
+  CHECK(jobs[0].external_id.empty());
+}
+
+TEST_CASE("a version 2 database (before executor: slurm) gains external_id and keeps its jobs") {
+  TempDir dir;
+  auto file = dir.path / "jobs.db";
+  {
+    JobDb db(file);
+    JobRecord r;
+    r.name = "old";
+    r.spec_yaml = "x";
+    db.insert_job(r);
+  }
+  sqlite3* raw = nullptr;
+  sqlite3_open(file.c_str(), &raw);
+  REQUIRE(sqlite3_exec(raw, "ALTER TABLE jobs DROP COLUMN external_id; PRAGMA user_version = 2", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  JobDb db(file);
+  CHECK(db.schema_version() == 3);
+  auto jobs = db.load_jobs();
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].name == "old");
+  CHECK(jobs[0].external_id.empty());
+  jobs[0].external_id = "12";
+  db.update_job(jobs[0]);
+  CHECK(db.load_jobs().at(0).external_id == "12");
 }

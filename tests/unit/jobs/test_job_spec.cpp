@@ -99,7 +99,8 @@ TEST_CASE("wrong types name the expected form") {
                  "distributed.backend must be one of gloo | nccl, not 'mpi'"));
   CHECK(contains(error_of("name: a\ncommand: [x]\npriority: high\n"), "priority (higher runs first)"));
   CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nodes: 2}\n"),
-                 "resources.nodes must be an integer from 1 to 1"));
+                 "job.yaml:3:20: resources.nodes 2: a local job runs on this host alone (nodes: 1); several nodes "
+                 "need executor: slurm"));
 }
 
 TEST_CASE("every problem is reported, in file order") {
@@ -130,8 +131,8 @@ TEST_CASE("malformed YAML is an error with its position") {
 TEST_CASE("bad regexes and executors") {
   CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=[0-9'}\n"), "not a valid regular expression"));
   CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=.*'}\n"), "capture group"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\n"), "reserved but not available yet"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: k8s\n"), "executor must be local"));
+  CHECK(error_of("name: a\ncommand: [x]\nexecutor: slurm\n").empty());
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: k8s\n"), "executor must be one of local | slurm, not 'k8s'"));
 }
 
 TEST_CASE("durations") {
@@ -213,4 +214,79 @@ TEST_CASE("retry decisions: policy, budget, exit-code classes, no-retry log patt
   CHECK(decide_retry(s, 1, 1, std::nullopt).retry);
   s.restart.policy = RestartPolicy::Never;
   CHECK_FALSE(decide_retry(s, 1, 137, std::nullopt).retry);
+}
+
+TEST_CASE("executor: slurm: its fields, and clear errors for bad values") {
+  auto s = parse_job_spec(R"(name: big
+command: [/usr/bin/python3, train.py]
+executor: slurm
+resources: {nodes: 4, nproc_per_node: 8, gpus_per_node: 8}
+slurm:
+  partition: gpu
+  account: proj-1
+  qos: high
+  time_limit: 1.5h
+  sbatch_args: [--exclusive, --mem=8G]
+)",
+                          "job.yaml");
+  CHECK(s.executor == "slurm");
+  CHECK(s.resources.nodes == 4);
+  CHECK(s.slurm.partition == "gpu");
+  CHECK(s.slurm.account == "proj-1");
+  CHECK(s.slurm.qos == "high");
+  CHECK(*s.slurm.time_limit_s == 5400);
+  CHECK(s.slurm.sbatch_args == std::vector<std::string>{"--exclusive", "--mem=8G"});
+
+  CHECK(contains(error_of("name: a\ncommand: [x]\nslurm: {partition: gpu}\n"),
+                 "job.yaml:3:8: slurm: applies to executor: slurm only; add executor: slurm"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {partition: 'g p'}\n"),
+                 "slurm.partition 'g p' must be a Slurm name"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {time_limit: forever}\n"),
+                 "slurm.time_limit must be a duration such as 30s"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {time_limit: 0.2s}\n"),
+                 "slurm.time_limit must be at least 1s"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {sbatch_args: [--output=x.out]}\n"),
+                 "slurm.sbatch_args: --output is set by the daemon"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {sbatch_args: [-N3]}\n"),
+                 "slurm.sbatch_args: -N is set by the daemon; use resources.nodes instead"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {sbatch_args: [exclusive]}\n"),
+                 "'exclusive' is not one sbatch option"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {nodes: 2}\n"),
+                 "unknown key 'nodes' in slurm"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nresources: {nodes: 0}\n"),
+                 "resources.nodes must be an integer from 1 to 4096"));
+}
+
+TEST_CASE("executor: slurm: the sbatch script runs one supervisor per node with the job's options") {
+  auto s = parse_job_spec(R"(name: big
+command: [/usr/bin/python3, train.py]
+args: [--lr, '0.1']
+executor: slurm
+workdir: /data/w
+env: {A: b}
+resources: {nodes: 2, nproc_per_node: 4, gpus_per_node: 2}
+distributed: {max_restarts: 1, shutdown_grace: 5s}
+slurm: {partition: gpu, time_limit: 90m, sbatch_args: [--exclusive]}
+)",
+                          "job.yaml");
+  LaunchContext ctx{"/bin/ddp-launch", "17", "/s/jobs/17/run-0/logs", "/s/jobs/17/run-0/events.jsonl", {}};
+  auto b = slurm_batch_script(s, ctx, "/s/jobs/17/run-0/slurm-%j.out");
+  CHECK(b.job_name == "ddp-17-big");
+  CHECK(b.nodes == "2");
+  CHECK(b.output == "/s/jobs/17/run-0/slurm-%j.out");
+  CHECK(b.time == "0-01:30:00");
+  CHECK(b.partition == "gpu");
+  CHECK(b.chdir == "/data/w");
+  CHECK(b.extra == std::vector<std::string>{"--gpus-per-node=2", "--exclusive"});
+  CHECK(b.launcher == "/bin/ddp-launch");
+  CHECK(b.run_options == std::vector<std::string>{"--nproc-per-node", "4", "--max-restarts", "1", "--shutdown-grace",
+                                                  "5", "--store", "agent", "--backend", "gloo", "--no-python"});
+  CHECK(b.command == std::vector<std::string>{"/usr/bin/python3", "train.py", "--lr", "0.1"});
+  CHECK(b.env.at("A") == "b");
+  CHECK(b.env.at("DDP_JOB_ID") == "17");
+  CHECK(b.env.count("CUDA_VISIBLE_DEVICES") == 0);  // Slurm's gres decides
+  auto text = ddp::launcher::render_sbatch_script(b);
+  CHECK(contains(text, "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/ddp-launch run --nproc-per-node 4"));
+  CHECK(slurm_time(1) == "0-00:00:01");
+  CHECK(slurm_time(86400 * 2 + 61.2) == "2-00:01:02");
 }

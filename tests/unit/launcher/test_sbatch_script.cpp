@@ -98,3 +98,15 @@ TEST_CASE("sbatch helpers: nodes, job names, job ids") {
   CHECK(job_id_from_parsable("sbatch: warning: something\n42;cluster\n") == "42");
   CHECK_THROWS_AS(job_id_from_parsable("sbatch: error: Batch job submission failed\n"), ddp::Error);
 }
+
+TEST_CASE("sbatch script: env is exported before srun, quoted; a bad name is refused") {
+  auto s = two_nodes();
+  s.env = {{"DDP_JOB_ID", "7"}, {"NCCL_DEBUG", "it's WARN"}};
+  auto text = render_sbatch_script(s);
+  INFO(text);
+  CHECK(has_line(text, "export DDP_JOB_ID=7"));
+  CHECK(has_line(text, "export NCCL_DEBUG='it'\\''s WARN'"));
+  CHECK(text.find("export NCCL_DEBUG") < text.find("exec srun"));
+  s.env = {{"1BAD", "x"}};
+  CHECK_THROWS_AS(render_sbatch_script(s), ddp::UsageError);
+}
