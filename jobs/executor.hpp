@@ -35,10 +35,10 @@ struct RunRequest {
 struct RunUpdate {
   enum class Phase { Queued, Running, Ended };
   Phase phase = Phase::Running;
-  std::string reason;               // "Slurm job 12 PENDING (Resources)"
-  std::optional<int> wait_status;   // Ended, local: waitpid(2) status when the supervisor was our child
-  std::optional<int> exit_code;     // Ended, when the executor knows the run's exit status itself
-  bool succeeded = false;           // Ended, with exit_code
+  std::string reason;              // "Slurm job 12 PENDING (Resources)"
+  std::optional<int> wait_status;  // Ended, local: waitpid(2) status when the supervisor was our child
+  std::optional<int> exit_code;    // Ended, when the executor knows the run's exit status itself
+  bool succeeded = false;          // Ended, with exit_code
 };
 
 using RunStarted = std::function<void(const RunHandle&)>;

@@ -264,7 +264,8 @@ void JobManager::launch(Job& job, const Placement& placement) {
         persist(j);
         if (!handle.external_id.empty()) {
           spdlog::info("job {}: submitted as {} job {}", id, executor.name(), handle.external_id);
-          set_state(j, JobState::Starting, fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
+          set_state(j, JobState::Starting,
+                    fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
         }
         watch_run(j, true);
         if (j.cancel_requested) {

@@ -521,7 +521,8 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                if (x->empty() || !std::all_of(x->begin(), x->end(), [](char c) {
                      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
                    })) {
-                 r.problem(v, fmt::format("{} '{}' must be a Slurm name of letters, digits, '-', '_' or '.'", what, *x));
+                 r.problem(v,
+                           fmt::format("{} '{}' must be a Slurm name of letters, digits, '-', '_' or '.'", what, *x));
                  return;
                }
                into = *x;
@@ -547,14 +548,21 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                           if (!x) return;
                           // Set by the daemon: the job's shape, name and output file must stay its own.
                           static const std::vector<std::pair<std::string, std::string>> owned = {
-                              {"--nodes", "resources.nodes"},         {"-N", "resources.nodes"},
-                              {"--output", "(the daemon's run directory)"}, {"-o", "(the daemon's run directory)"},
-                              {"--error", "(the daemon's run directory)"},  {"-e", "(the daemon's run directory)"},
-                              {"--job-name", "name"},                 {"-J", "name"},
+                              {"--nodes", "resources.nodes"},
+                              {"-N", "resources.nodes"},
+                              {"--output", "(the daemon's run directory)"},
+                              {"-o", "(the daemon's run directory)"},
+                              {"--error", "(the daemon's run directory)"},
+                              {"-e", "(the daemon's run directory)"},
+                              {"--job-name", "name"},
+                              {"-J", "name"},
                               {"--ntasks-per-node", "(one supervisor per node)"},
-                              {"--partition", "slurm.partition"},     {"-p", "slurm.partition"},
-                              {"--time", "slurm.time_limit"},         {"-t", "slurm.time_limit"},
-                              {"--chdir", "workdir"},                 {"-D", "workdir"},
+                              {"--partition", "slurm.partition"},
+                              {"-p", "slurm.partition"},
+                              {"--time", "slurm.time_limit"},
+                              {"-t", "slurm.time_limit"},
+                              {"--chdir", "workdir"},
+                              {"-D", "workdir"},
                               {"--wrap", "command"},
                           };
                           std::size_t i = 0;
@@ -664,7 +672,8 @@ launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchConte
   s.account = spec.slurm.account;
   s.qos = spec.slurm.qos;
   s.chdir = spec.workdir;
-  if (spec.resources.gpus_per_node > 0) s.extra.push_back(fmt::format("--gpus-per-node={}", spec.resources.gpus_per_node));
+  if (spec.resources.gpus_per_node > 0)
+    s.extra.push_back(fmt::format("--gpus-per-node={}", spec.resources.gpus_per_node));
   s.extra.insert(s.extra.end(), spec.slurm.sbatch_args.begin(), spec.slurm.sbatch_args.end());
   s.launcher = ctx.self_exe;
   // Node count, node rank, store host and port, and the run id (the Slurm job id) come from

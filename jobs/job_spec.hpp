@@ -52,10 +52,10 @@ struct JobRestart {
 
 // executor: slurm: the #SBATCH lines the daemon may not decide itself.
 struct JobSlurm {
-  std::string partition;               // empty: the cluster's default partition
+  std::string partition;  // empty: the cluster's default partition
   std::string account;
   std::string qos;
-  std::optional<double> time_limit_s;  // #SBATCH --time; empty: the partition's default
+  std::optional<double> time_limit_s;    // #SBATCH --time; empty: the partition's default
   std::vector<std::string> sbatch_args;  // any other sbatch option, one per item (--exclusive, --mem=8G)
 };
 

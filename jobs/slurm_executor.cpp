@@ -37,8 +37,8 @@ RunUpdate run_update_of(const slurm::SlurmJobInfo& job) {
                            job.exit_code, job.node_list.empty() ? "" : ", on " + job.node_list);
   } else if (phase == slurm::JobPhase::Running) {
     u.phase = RunUpdate::Phase::Running;
-    u.reason = fmt::format("Slurm job {} {}{}", job.job_id, job.state,
-                           job.node_list.empty() ? "" : " on " + job.node_list);
+    u.reason =
+        fmt::format("Slurm job {} {}{}", job.job_id, job.state, job.node_list.empty() ? "" : " on " + job.node_list);
   } else {
     u.phase = RunUpdate::Phase::Queued;
     u.reason = fmt::format("Slurm job {} {}{}", job.job_id, job.state, said ? " (" + job.reason + ")" : "");
@@ -179,7 +179,7 @@ void SlurmExecutor::forget(JobId id) {
 }
 
 std::optional<fs::path> SlurmExecutor::log_path(const fs::path& run_dir, const RunHandle& run, const std::string&,
-                                               const std::string&) const {
+                                                const std::string&) const {
   // One file per run, whatever the rank or stream: every node's supervisor and ranks write to
   // it through srun (ranks' lines carry their [rank N]: prefix). The id is forgotten at the end
   // of a run; the file is the run directory's only slurm-*.out.

@@ -47,8 +47,7 @@ class SlurmExecutor : public Executor {
  private:
   struct Followed;
   void poll(JobId id);
-  void on_query(JobId id, std::uint64_t serial, std::optional<launcher::slurm::SlurmJobInfo> job,
-                std::string error);
+  void on_query(JobId id, std::uint64_t serial, std::optional<launcher::slurm::SlurmJobInfo> job, std::string error);
 
   boost::asio::io_context& io_;
   SlurmExecutorConfig config_;

@@ -114,8 +114,9 @@ std::string render_sbatch_script(const SbatchScript& s) {
   for (const auto& e : s.extra) out += fmt::format("#SBATCH {}\n", e);
   if (!s.env.empty()) out += "\n";
   for (const auto& [name, value] : s.env) {
-    if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-                            std::string::npos ||
+    if (name.empty() ||
+        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+            std::string::npos ||
         (name.front() >= '0' && name.front() <= '9')) {
       throw UsageError(fmt::format("environment variable name '{}' is not [A-Za-z_][A-Za-z0-9_]*", name));
     }

@@ -18,10 +18,12 @@ struct SbatchScript {
   std::string qos;                       // #SBATCH --qos
   std::string chdir;                     // #SBATCH --chdir; empty: the directory sbatch is called from
   std::vector<std::string> extra;        // raw sbatch options, one "#SBATCH <option>" line each
-  std::map<std::string, std::string> env;  // `export NAME=value` before srun (srun passes them on)
   std::string launcher;                  // ddp-launch as the compute nodes see it (absolute path)
   std::vector<std::string> run_options;  // `ddp-launch run` options, as given
   std::vector<std::string> command;      // the script (or program) and its arguments
+
+  // `export NAME=value` lines before srun (srun passes them on to every node's supervisor).
+  std::map<std::string, std::string> env;
 };
 
 // Throws UsageError when a value would break the script (a newline, whitespace in a directive

@@ -2,7 +2,8 @@
 two slurmd: tests/integration/slurm/slurm_cluster.py): a two-node gloo job completes and its log is
 served by `ddp-launch logs` (and followed by `logs -f`); a failing job ends FAILED with Slurm's exit
 code; cancel runs scancel and leaves no process; a daemon killed with -9 while its Slurm job runs is
-replaced by one that re-adopts the job (its Slurm id from the job database) and reports its end.
+replaced by one that re-adopts the job (its Slurm id from the job database) and reports its end,
+also when the job ended while no daemon ran.
 Nothing of the host is booked for Slurm jobs (the daemon has one slot; a 2x2-rank job runs)."""
 import os
 import re
@@ -175,6 +176,27 @@ def test_daemon_killed_while_slurm_job_runs_readopts_it():
         d.cleanup()
 
 
+def test_slurm_job_that_ended_while_the_daemon_was_down_is_settled():
+    d = slurm_daemon()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            gate = os.path.join(tmp, "gate")
+            worker = sh_worker(tmp, "slurm-gated-down", f"while [ ! -e {gate} ]; do sleep 0.2; done\n"
+                               "echo failing after the gate; exit 4")
+            job = d.submit(f"name: slurm-down\ncommand: [/bin/sh, {worker}]\nexecutor: slurm\n")
+            before = d.wait_state(job, "RUNNING", JOB_TIMEOUT, "(the job to settle later)")
+            d.kill9()
+            open(gate, "w").close()
+            CLUSTER.wait_job_state(before["slurm_job_id"], {"FAILED", "COMPLETED", "CANCELLED"}, 60)
+            d.start()
+            j = d.wait_state(job, {"SUCCEEDED", "FAILED", "CANCELLED"}, 30, "(settled after the restart)")
+            check(j["state"] == "FAILED" and j["exit_code"] == 1, f"{j}")
+            check(f"Slurm job {before['slurm_job_id']} FAILED" in j["reason"], f"reason {j['reason']}")
+            check("exited with code 4" in d.cli("logs", str(job)).stdout, "the failure summary in the log")
+    finally:
+        d.cleanup()
+
+
 def _exit_on_sigterm(*_):
     sys.exit(143)  # unwinds through `with SlurmCluster`, which stops the cluster
 
@@ -187,4 +209,5 @@ if __name__ == "__main__":
         os.environ["SLURM_CONF"] = CLUSTER.conf
         os.environ["PATH"] = CLUSTER.env["PATH"]
         run_tests([test_two_node_job_completes_and_its_log_is_served, test_failing_job_is_failed_with_slurm_exit_code,
-                   test_cancel_scancels_and_leaves_no_process, test_daemon_killed_while_slurm_job_runs_readopts_it])
+                   test_cancel_scancels_and_leaves_no_process, test_daemon_killed_while_slurm_job_runs_readopts_it,
+                   test_slurm_job_that_ended_while_the_daemon_was_down_is_settled])

@@ -132,7 +132,8 @@ TEST_CASE("bad regexes and executors") {
   CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=[0-9'}\n"), "not a valid regular expression"));
   CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=.*'}\n"), "capture group"));
   CHECK(error_of("name: a\ncommand: [x]\nexecutor: slurm\n").empty());
-  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: k8s\n"), "executor must be one of local | slurm, not 'k8s'"));
+  CHECK(
+      contains(error_of("name: a\ncommand: [x]\nexecutor: k8s\n"), "executor must be one of local | slurm, not 'k8s'"));
 }
 
 TEST_CASE("durations") {
