@@ -139,10 +139,19 @@ std::vector<Command> add_job_client_commands(CLI::App& app) {
            std::cout << fmt::format("  reason:    {}\n",
                                     text_or_dash(j.contains("pending_reason") ? j["pending_reason"] : j["reason"]));
            std::cout << fmt::format("  runs:      {} (restarts {})\n", j["runs"].get<int>(), j["restarts"].get<int>());
-           std::cout << fmt::format("  resources: {} rank(s), GPUs {}\n", j["nproc_per_node"].get<int>(),
-                                    join_gpus(j["gpus"]));
+           if (j.value("executor", std::string("local")) == "slurm") {
+             std::cout << fmt::format("  resources: {} node(s) x {} rank(s), on Slurm\n", j.value("nodes", 1),
+                                      j["nproc_per_node"].get<int>());
+           } else {
+             std::cout << fmt::format("  resources: {} rank(s), GPUs {}\n", j["nproc_per_node"].get<int>(),
+                                      join_gpus(j["gpus"]));
+           }
            std::cout << fmt::format("  exit code: {}\n", text_or_dash(j["exit_code"]));
            if (j["pid"].get<int>() > 0) std::cout << fmt::format("  supervisor pid: {}\n", j["pid"].get<int>());
+           if (j.contains("slurm_job_id")) {
+             std::cout << fmt::format("  slurm job: {} (scontrol -o show job {})\n",
+                                      j["slurm_job_id"].get<std::string>(), j["slurm_job_id"].get<std::string>());
+           }
            std::cout << fmt::format("  run dir:   {}\n", text_or_dash(j["run_dir"]));
            return 0;
          }});

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "jobs/executor.hpp"
+#include "jobs/slurm_update.hpp"
 #include "launcher/slurm_job.hpp"
 
 namespace ddp::jobs {
@@ -26,9 +27,6 @@ struct SlurmExecutorConfig {
   std::chrono::milliseconds poll_interval{2000};     // scontrol -o show job, per followed job
   std::chrono::milliseconds command_timeout{30000};  // sbatch, scontrol, scancel each
 };
-
-// A Slurm job record as the daemon's view of its run (pure). `slurm_id` names it in reasons.
-RunUpdate run_update_of(const launcher::slurm::SlurmJobInfo& job);
 
 class SlurmExecutor : public Executor {
  public:

@@ -134,6 +134,8 @@ def test_cancel_scancels_and_leaves_no_process():
             j = d.job(job)
             slurm_id = j.get("slurm_job_id", "")
             check(slurm_id.isdigit(), f"no slurm_job_id while running: {j}")
+            st = d.cli("status", str(job)).stdout
+            check(f"slurm job: {slurm_id}" in st and "1 node(s) x 1 rank(s), on Slurm" in st, f"status: {st}")
             status, metrics = d.request("GET", "/metrics")
             check("ddpd_slots_in_use 0" in metrics, f"a Slurm job booked host slots:\n{metrics}")
             r = d.cli("cancel", str(job))
