@@ -49,8 +49,11 @@ void SlurmExecutor::start(const RunRequest& r, RunStarted started, RunStartFaile
     } catch (const std::exception& e) {
       error = e.what();
     }
-    asio::post(io_, [id, error, started, failed] {
+    asio::post(io_, [id, error, started, failed, output = fs::path(script_path).parent_path()] {
       if (!error.empty()) return failed(error);
+      // The output file exists from now on (Slurm writes into it, same inode): a `logs -f` that
+      // starts before the job runs finds it and is woken by its writes.
+      std::ofstream(output / fmt::format("slurm-{}.out", id), std::ios::app).flush();
       RunHandle run;
       run.external_id = id;
       started(run);

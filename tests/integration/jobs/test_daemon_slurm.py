@@ -15,7 +15,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "slurm"))
-from harness import PYTHON, check, run_tests  # noqa: E402
+from harness import PYTHON, LineReader, check, run_tests  # noqa: E402
 from daemon_harness import Daemon  # noqa: E402
 from slurm_cluster import SlurmCluster, skip_unless_available  # noqa: E402
 
@@ -68,24 +68,30 @@ def slurm_daemon():
 
 def test_two_node_job_completes_and_its_log_is_served():
     d = slurm_daemon()
+    follower = None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             gate = os.path.join(tmp, "gate")
-            open(gate, "w").close()
             # 2 nodes x 2 ranks on a daemon with one slot: Slurm places it, the host books nothing.
             job = d.submit(f"name: slurm-ok\ncommand: [{PYTHON}, {HERE}/gated_worker.py, {gate}]\n"
                            f"executor: slurm\nresources: {{nodes: 2, nproc_per_node: 2}}\n"
                            f"distributed: {{shutdown_grace: 3s}}\nslurm: {{partition: debug, time_limit: 5m}}\n")
+            # Followed from before the output file exists: its lines stream while the job runs.
             follower = subprocess.Popen([os.environ["DDP_LAUNCH"], "logs", str(job), "-f", "--socket", d.socket],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            try:
-                j = d.wait_state(job, "SUCCEEDED", JOB_TIMEOUT, "(a two-node Slurm job)")
-                out, err = follower.communicate(timeout=30)
-            finally:
-                if follower.poll() is None:
-                    follower.kill()
-                    follower.wait()
-            check(j["exit_code"] == 0 and j["executor"] == "slurm", f"{j}")
+            lines = LineReader(follower.stdout, follower, "logs -f")
+            ready = set()
+            while len(ready) < 4:  # the ranks' lines arrive in any order
+                line = lines.wait_for("/4 ready", JOB_TIMEOUT, f"the ranks' ready lines, streamed (have {ready})")
+                ready.add(line.split("rank ", 1)[1].split("/")[0])
+            check(d.job(job)["state"] == "RUNNING", f"not RUNNING while its ranks wait: {d.job(job)}")
+            status, metrics = d.request("GET", "/metrics")
+            check("ddpd_slots_in_use 0" in metrics, f"a Slurm job booked host slots:\n{metrics}")
+            open(gate, "w").close()
+            j = d.wait_state(job, {"SUCCEEDED", "FAILED", "CANCELLED"}, JOB_TIMEOUT, "(a two-node Slurm job)")
+            check(j["state"] == "SUCCEEDED" and j["exit_code"] == 0 and j["executor"] == "slurm", f"{j}")
+            lines.wait_for("rank 3: sum=10 done", 30, "rank 3's last line through logs -f")
+            check(follower.wait(timeout=30) == 0, f"logs -f exit {follower.returncode}")
             slurm_id = re.search(r"Slurm job (\d+) COMPLETED \(ExitCode=0:0, on n\[1-2\]\)", j["reason"])
             check(slurm_id is not None, f"the reason names no completed Slurm job on both nodes: {j}")
             info = CLUSTER.job_info(slurm_id.group(1))
@@ -93,16 +99,15 @@ def test_two_node_job_completes_and_its_log_is_served():
             check(info.get("JobName") == f"ddp-{job}-slurm-ok", f"job name {info.get('JobName')}")
             r = d.cli("logs", str(job))
             check(r.returncode == 0, f"logs exit {r.returncode}: {r.stderr}")
-            for rank, total in ((0, 10), (3, 10)):
-                check(f"rank {rank}: sum={total} done" in r.stdout, f"rank {rank}'s last line missing: {r.stdout}")
-            check(follower.returncode == 0 and "rank 3: sum=10 done" in out,
-                  f"logs -f exit {follower.returncode}: {out!r} {err!r}")
+            for rank in range(4):
+                check(f"rank {rank}: sum=10 done" in r.stdout, f"rank {rank}'s last line missing: {r.stdout}")
             states = [t["to"] for t in d.events(job)["transitions"]]
             check(states[:2] == ["PENDING", "STARTING"] and "RUNNING" in states and states[-1] == "SUCCEEDED",
                   f"transitions {states}")
-            status, metrics = d.request("GET", "/metrics")
-            check("ddpd_slots_in_use 0" in metrics, "slots stay free")
     finally:
+        if follower is not None and follower.poll() is None:
+            follower.kill()
+            follower.wait()
         d.cleanup()
 
 
