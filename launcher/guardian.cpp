@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -29,6 +30,7 @@ namespace {
   std::string line;
   char buf[512];
   bool finish = false;
+  std::filesystem::path remove_dir;
   for (;;) {
     ssize_t n = ::read(read_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -38,7 +40,9 @@ namespace {
         line += buf[i];
         continue;
       }
-      if (line.size() >= 2) {
+      if (line.size() >= 2 && line[0] == 'D') {
+        remove_dir = line.substr(1);
+      } else if (line.size() >= 2) {
         pid_t pgid = static_cast<pid_t>(std::atol(line.c_str() + 1));
         if (line[0] == '+') groups.insert(pgid);
         if (line[0] == '-') groups.erase(pgid);
@@ -53,6 +57,10 @@ namespace {
     if (pgid > 1) ::kill(-pgid, SIGKILL);
   }
   kill_and_remove_run_cgroups(cgroup_dirs, std::chrono::milliseconds(2000));
+  if (!finish && !remove_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(remove_dir, ec);
+  }
   ::_exit(0);
 }
 
@@ -99,6 +107,14 @@ void Guardian::send(char op, pid_t pgid) {
 
 void Guardian::watch(pid_t pgid) { send('+', pgid); }
 void Guardian::forget(pid_t pgid) { send('-', pgid); }
+
+void Guardian::remove_on_death(const std::filesystem::path& dir) {
+  if (fd_ < 0 || dir.empty()) return;
+  std::string msg = "D" + dir.string() + "\n";
+  if (msg.size() > PIPE_BUF || msg.find('\n') != msg.size() - 1) return;  // one atomic line, or nothing
+  while (::write(fd_, msg.data(), msg.size()) < 0 && errno == EINTR) {
+  }
+}
 
 void Guardian::finish() {
   if (fd_ < 0) return;

@@ -5,7 +5,7 @@
 // reaches EOF and it SIGKILLs those groups, grandchildren (a child `sleep`, DataLoader workers)
 // included. PDEATHSIG alone only reaches the workers themselves. Given the run's cgroup directories,
 // it also writes cgroup.kill (which reaches what left its process group: a `setsid` daemon) and
-// removes them.
+// removes them; and a temporary run directory it was told about.
 #include <sys/types.h>
 
 #include <filesystem>
@@ -26,6 +26,9 @@ class Guardian {
 
   void watch(pid_t pgid);    // a new worker process group
   void forget(pid_t pgid);   // swept: the id may be reused by others
+  // A directory to remove if the supervisor dies without finish() (its temporary run directory:
+  // nobody could find it again, since its name holds the dead supervisor's pid).
+  void remove_on_death(const std::filesystem::path& dir);
   // Asks the guardian to kill what is left and exit, and waits for it (a clean supervisor exit).
   void finish();
   pid_t pid() const { return pid_; }

@@ -241,6 +241,8 @@ class Supervisor {
 
   int run() {
     sweep_predecessor();
+    // A temporary run directory is garbage once the guardian has cleaned up after a SIGKILLed us.
+    if (config_.remove_run_dir) guardian_.remove_on_death(config_.run_dir);
     record_processes();
     try {
       if (config_.dynamic) start_rendezvous();

@@ -156,6 +156,12 @@ def test_sigkilled_supervisor_leaves_no_worker_or_grandchild():
     for p in survivors:
         os.kill(p, signal.SIGKILL)
     check(not survivors, f"still alive 1 s after the supervisor was SIGKILLed: {survivors} (of {pids})")
+    # Its temporary run directory (/tmp/ddp-launch-<run id>-<pid>: no successor could find it) goes too.
+    run_dir = next(e["run_dir"] for e in read_events(sup.events) if e.get("event") == "started")
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and os.path.exists(run_dir):
+        time.sleep(0.02)
+    check(not os.path.exists(run_dir), f"the SIGKILLed supervisor's temporary run directory stayed: {run_dir}")
 
 
 def test_sigterm_forwarded_and_straggler_killed_after_grace():

@@ -18,10 +18,12 @@ FINAL = re.compile(r"^\[rank (\d+)\]: final step=(\d+) loss=([0-9.]+) param_hash
 
 
 def launch(nproc, *args, extra_launch=(), env=None, timeout=240):
-    cmd = [DDP_LAUNCH, "run", "--nproc-per-node", str(nproc), *extra_launch, "--no-python", TRAINER, *TINY, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, **(env or {})})
-    return r
+    # An explicit run directory: the default temporary one is kept when metrics were recorded.
+    with tempfile.TemporaryDirectory(prefix="trainer-run-") as run_dir:
+        cmd = [DDP_LAUNCH, "run", "--nproc-per-node", str(nproc), "--run-dir", run_dir, *extra_launch,
+               "--no-python", TRAINER, *TINY, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
 
 
 def metrics(stdout):
