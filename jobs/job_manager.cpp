@@ -72,6 +72,36 @@ int signal_number(const std::string& name) {
   return 0;
 }
 
+// A failed rank as a rank_exited or root_cause event names it: 128 + N for a signal.
+struct RankFailure {
+  int code = 0;
+  std::string text;  // "rank 1 exited with code 3: ValueError: boom"
+};
+
+std::optional<RankFailure> rank_failure_of(const json& ev) {
+  const bool signalled = ev.contains("signal") && ev["signal"].is_string();
+  std::optional<int> code;
+  if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
+  if (signalled) code = 128 + signal_number(ev["signal"].get<std::string>());
+  if (!code || *code == 0) return std::nullopt;
+  RankFailure f{
+      *code, signalled ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
+                       : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code)};
+  // The first line of its error file (root_cause carries it): "ValueError: boom", not the traceback.
+  if (ev.contains("error") && ev["error"].is_string()) {
+    auto error = ev["error"].get<std::string>();
+    error = error.substr(0, error.find('\n'));
+    constexpr std::size_t kMaxError = 200;
+    if (error.size() > kMaxError) {
+      std::size_t cut = kMaxError;
+      while (cut > 0 && (static_cast<unsigned char>(error[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+      error = error.substr(0, cut) + "…";
+    }
+    if (!error.empty()) f.text += ": " + error;
+  }
+  return f;
+}
+
 }  // namespace
 
 JobManager::JobManager(asio::io_context& io, DaemonConfig config)
@@ -378,16 +408,14 @@ void JobManager::read_events(Job& job) {
 void JobManager::apply_event(Job& job, const json& ev) {
   auto type = ev.value("event", std::string());
   int attempt = ev.value("attempt", 0);
-  if (type == "rank_exited") {
-    std::optional<int> code;
-    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
-    if (ev.contains("signal") && ev["signal"].is_string()) code = 128 + signal_number(ev["signal"].get<std::string>());
-    if (code && *code != 0 && !job.first_failure_code) {
-      job.first_failure_code = code;
-      job.first_failure =
-          ev.contains("signal") && ev["signal"].is_string()
-              ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
-              : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code);
+  if (type == "rank_exited" || type == "root_cause") {
+    // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
+    // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
+    // streams have no root_cause: the first failing rank_exited stays the reason.
+    auto failure = rank_failure_of(ev);
+    if (failure && (type == "root_cause" || !job.first_failure_code)) {
+      job.first_failure_code = failure->code;
+      job.first_failure = failure->text;
     }
   } else if (type == "restarting") {
     job.rec.restarts += 1;
@@ -610,7 +638,7 @@ void JobManager::recover() {
             job.first_failure.clear();
             continue;
           }
-          if (type == "rank_exited" || type == "finished") {
+          if (type == "rank_exited" || type == "root_cause" || type == "finished") {
             auto saved = job.rec.restarts;
             apply_event(job, ev);
             job.rec.restarts = saved;

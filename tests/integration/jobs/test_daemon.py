@@ -336,6 +336,25 @@ def test_failure_and_retry_policy():
     check("ddpd_job_restarts_total 1" in metrics, f"one daemon retry so far: {metrics}")
 
 
+def test_reason_names_the_root_cause_not_the_rank_that_lost_its_peer():
+    # Rank 1 raises (its @record error file first) and lingers with its gloo connections closed; rank 0
+    # fails in all_reduce on the lost peer and is reaped first. The supervisor's root_cause event names
+    # rank 1; the job's reason (and `status`) must too, not the first rank_exited (rank 0).
+    worker = os.path.join(HERE, "..", "launcher", "allreduce_worker.py")
+    job = D.submit(f"name: loses-a-peer\ncommand: [{PYTHON}, {worker}, --lose-peer-rank, '1']\n"
+                   "resources: {nproc_per_node: 2}\ndistributed: {shutdown_grace: 30s}\n")
+    j = D.wait_state(job, "FAILED", TORCH_TIMEOUT)
+    events = D.events(job)["events"]
+    exits = [e for e in events if e["event"] == "rank_exited" and (e.get("exit_code") or e.get("signal"))]
+    causes = [e for e in events if e["event"] == "root_cause"]
+    check(exits and exits[0]["rank"] == 0, f"rank 0 (lost its peer) is reaped first, as the scenario needs: {exits}")
+    check(len(causes) == 1 and causes[0]["rank"] == 1, f"the supervisor names rank 1 the root cause: {causes}")
+    check(j["reason"].startswith("rank 1 ") and "ValueError: bad batch at step 7 on rank 1" in j["reason"],
+          f"the reason names rank 1 and its error, not rank 0: {j}")
+    out = D.cli("status", str(job))
+    check(out.returncode == 0 and "reason:    rank 1 " in out.stdout, f"status shows the root cause: {out.stdout}")
+
+
 def test_no_daemon_is_a_clear_error():
     out = subprocess.run([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "list", "--socket",
                           os.path.join(D.dir, "nobody.sock")], capture_output=True, text=True, timeout=30)
@@ -349,6 +368,7 @@ if __name__ == "__main__":
         run_tests([test_socket_is_private_and_healthy, test_tcp_needs_the_bearer_token, test_bad_input_gets_clear_4xx_and_daemon_keeps_serving,
                    test_fuzzed_requests_never_break_the_daemon, test_no_daemon_is_a_clear_error,
                    test_two_configured_gpus_never_double_booked, test_failure_and_retry_policy,
+                   test_reason_names_the_root_cause_not_the_rank_that_lost_its_peer,
                    test_three_jobs_two_slots_third_waits_then_runs, test_cancel_running_job_leaves_no_rank_alive,
                    test_logs_follow_streams_until_the_job_ends,
                    test_logs_follow_moves_to_the_next_attempt_after_a_restart,
