@@ -11,6 +11,7 @@
 #include <array>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -111,7 +112,12 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config)
       scheduler_(config_.inventory),
       inotify_(io),
       local_(std::make_unique<LocalExecutor>(io)),
-      slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})) {}
+      slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})),
+      kill_after_spawn_(std::getenv("DDP_DAEMON_TEST_KILL_AFTER_SPAWN") != nullptr) {
+  if (kill_after_spawn_)
+    spdlog::warn(
+        "DDP_DAEMON_TEST_KILL_AFTER_SPAWN is set: this daemon kills itself after its first spawn (tests only)");
+}
 
 JobManager::~JobManager() = default;
 
@@ -282,6 +288,8 @@ void JobManager::launch(Job& job, const Placement& placement) {
   executor.start(
       RunRequest{id, &job.spec, run_dir, ctx},
       [this, id, run, &executor](const RunHandle& handle) {
+        // Test only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
+        if (kill_after_spawn_) ::raise(SIGKILL);
         auto& j = find(id);
         j.submitting = false;
         if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
@@ -655,22 +663,24 @@ void JobManager::recover() {
     }
     auto& executor = executor_of(job);
     const bool local = executor.uses_host_resources();
+    bool ended_unrecorded = false;  // its supervisor ran and ended, its pid never recorded
     if (local && job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
-      // Killed between starting the supervisor and recording its pid: processes.json names it.
-      auto dir = supervisor_log_dir(job.rec.run_dir);
-      std::ifstream in;
-      if (dir) in.open(*dir / "processes.json");
-      try {
-        if (in) {
-          auto j = json::parse(in);
-          auto sup = j.value("supervisor", json::object());
-          job.rec.pid = sup.value("pid", 0);
-          job.rec.pid_start_time = sup.value("start_time", std::uint64_t{0});
-        }
-      } catch (const std::exception&) {
+      // Killed between starting the supervisor and recording its pid: the supervisor's command line
+      // names this run's event file (its processes.json may not be written yet).
+      auto events = fs::path(job.rec.run_dir) / "events.jsonl";
+      if (auto found = find_supervisor(events)) {
+        spdlog::info("job {}: found its supervisor (pid {}), started before the daemon stopped, by --events {}", id,
+                     found->pid, events.string());
+        job.rec.pid = found->pid;
+        job.rec.pid_start_time = found->pid_start_time;
+        persist(job);
+      } else {
+        std::error_code ec;
+        // It wrote events, so it ran: its outcome is in them; running the job again would wipe them.
+        ended_unrecorded = fs::file_size(events, ec) > 0 && !ec;
       }
     }
-    if (!run_live(job)) {
+    if (!run_live(job) && !ended_unrecorded) {
       if (job.rec.state == JobState::Starting) {
         set_state(job, JobState::Pending,
                   local ? "requeued: the daemon restarted before the supervisor started"
@@ -715,8 +725,8 @@ void JobManager::recover() {
       ++adopted;
     } else {
       if (alive) spdlog::error("job {}: its supervisor lives but its resources are taken; settling it", id);
-      spdlog::info("job {}: its supervisor (pid {}) ended while the daemon was down; reading {}", id, job.rec.pid,
-                   job.rec.run_dir);
+      spdlog::info("job {}: its supervisor ({}) ended while the daemon was down; reading {}", id,
+                   job.rec.pid != 0 ? fmt::format("pid {}", job.rec.pid) : "pid never recorded", job.rec.run_dir);
       read_events(job);
       settle(job, std::nullopt);
       ++settled;

@@ -87,6 +87,26 @@ std::optional<std::uint64_t> process_start_time(pid_t pid) {
   return start;
 }
 
+std::optional<RunHandle> find_supervisor(const std::filesystem::path& events_path) {
+  const std::string events = events_path.string();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(name));
+    if (::getsid(pid) != pid) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::vector<std::string> argv;
+    for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+    bool match = false;
+    for (std::size_t i = 0; i + 1 < argv.size() && !match; ++i) match = argv[i] == "--events" && argv[i + 1] == events;
+    if (!match) continue;
+    auto start = process_start_time(pid);
+    if (start) return RunHandle{pid, *start, {}};
+  }
+  return std::nullopt;
+}
+
 int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 // ---------------------------------------------------------------------------------------------

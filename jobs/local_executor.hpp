@@ -31,6 +31,13 @@ pid_t spawn_supervisor(const SpawnRequest& request);
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or nullopt if gone.
 std::optional<std::uint64_t> process_start_time(pid_t pid);
 
+// The live supervisor started with `--events <events_path>`, found in /proc: the session leader
+// (spawn_supervisor's setsid; its forked guardian shares the command line, not the session) whose
+// argv holds that pair. For a daemon killed between the spawn and recording the pid: exec has
+// happened when posix_spawn returns, so the command line is there from the start, unlike the
+// supervisor's processes.json (written once it runs). nullopt when none lives.
+std::optional<RunHandle> find_supervisor(const std::filesystem::path& events_path);
+
 // pidfd_open(2): a descriptor that becomes readable when `pid` exits, child or not; -1 on error.
 int open_pidfd(pid_t pid);
 

@@ -28,19 +28,21 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 class Daemon:
     """`ddp-launch daemon` with its own state dir and socket; restartable on the same state."""
 
-    def __init__(self, *extra, state_dir=None):
+    def __init__(self, *extra, state_dir=None, env=None):
         self.own_dir = state_dir is None
         self.dir = state_dir or tempfile.mkdtemp(prefix="ddp-daemon-test-")
         self.state = os.path.join(self.dir, "state")
         self.socket = os.path.join(self.dir, "d.sock")
         self.extra = list(extra)
         self.proc = None
-        self.start()
+        self.start(env=env)
 
-    def start(self, timeout=30):
+    def start(self, timeout=30, env=None):
+        """env: variables added to this start's environment (e.g. a test-only hook)."""
         self.proc = subprocess.Popen(
             [DDP_LAUNCH, "daemon", "--state-dir", self.state, "--socket", self.socket, *self.extra],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "daemon.log"), "a"), text=True)
+            stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "daemon.log"), "a"), text=True,
+            env={**os.environ, **(env or {})})
         self.out = LineReader(self.proc.stdout)
         self.ready_line = self.out.wait_for("listening unix=", timeout, "the daemon ready line")
 

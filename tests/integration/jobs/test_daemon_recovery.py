@@ -1,10 +1,13 @@
 """kill -9 of the daemon with queued and running jobs, then a restart: no job is lost, live
 supervisors are re-adopted (same pid), and a job that ended while the daemon was down gets its
 true outcome from its run directory."""
+import glob
+import http.client
 import os
+import signal
 import time
 
-from daemon_harness import HERE, Daemon, alive, gated_job
+from daemon_harness import HERE, Daemon, alive, gated_job, supervisor_pids
 from harness import PYTHON, check, run_tests
 
 TORCH_TIMEOUT = 180
@@ -82,6 +85,95 @@ def test_retry_backoff_survives_a_daemon_restart():
         d.cleanup()
 
 
+KILL_AFTER_SPAWN = {"DDP_DAEMON_TEST_KILL_AFTER_SPAWN": "1"}  # test-only hook: SIGKILL right after the spawn
+
+
+def submit_and_see_it_die(d, yaml_text):
+    """Submits to a daemon started with the hook: it starts the supervisor and SIGKILLs itself
+    before it answers. Returns the job's id (its directory: the first job of a fresh state dir)
+    and the supervisor's pids (0 or 1 of them)."""
+    try:
+        d.request("POST", "/v1/jobs", yaml_text)
+    except (OSError, http.client.HTTPException):
+        pass  # no answer: it died handling the request, as it should
+    d.proc.wait(timeout=60)
+    check(d.proc.returncode == -signal.SIGKILL, f"the hooked daemon died of SIGKILL: {d.proc.returncode}")
+    runs = glob.glob(os.path.join(d.state, "jobs", "*", "run-0"))
+    check(len(runs) == 1, f"one job was started: {runs}")
+    pids = supervisors(d.state)
+    check(len(pids) <= 1, f"one supervisor at most: {pids}")
+    return int(runs[0].split(os.sep)[-2]), pids
+
+
+def supervisors(state_dir):
+    """The supervisors themselves (session leaders), not their forked guardians."""
+    out = []
+    for pid in supervisor_pids(state_dir):
+        try:
+            if os.getsid(pid) == pid:
+                out.append(pid)
+        except ProcessLookupError:
+            pass
+    return out
+
+
+def test_supervisor_started_before_its_pid_was_committed_is_readopted():
+    # The daemon dies between spawning the supervisor and committing its pid, and the supervisor is
+    # frozen before it wrote its processes.json: the restarted daemon must find it all the same (by
+    # its command line), re-adopt it, start no second one, and follow it to an end that leaves no
+    # process behind.
+    d = Daemon("--slots", "2", env=KILL_AFTER_SPAWN)
+    try:
+        gate = os.path.join(d.dir, "gate")
+        job, pids = submit_and_see_it_die(d, gated_job("unrecorded", gate, ranks=2))
+        check(len(pids) == 1, f"the supervisor outlives the daemon: {pids}")
+        sup = pids[0]
+        os.kill(sup, signal.SIGSTOP)  # as if the daemon restarted before the supervisor got this far
+        try:
+            for record in glob.glob(os.path.join(d.state, "jobs", str(job), "run-0", "logs", "*", "processes.json")):
+                os.unlink(record)
+            d.start()
+            j = d.job(job)
+            check(j["pid"] == sup and j["state"] in ("STARTING", "RUNNING"), f"the supervisor is re-adopted: {j}")
+            check(supervisors(d.state) == [sup], f"no second supervisor: {supervisors(d.state)}")
+            check("found its supervisor" in d.log(), "the daemon log says how it found the supervisor")
+        finally:
+            os.kill(sup, signal.SIGCONT)
+        d.wait_state(job, "RUNNING", TORCH_TIMEOUT)
+        deadline = time.monotonic() + TORCH_TIMEOUT
+        while len([x for x in d.events(job)["events"] if x["event"] == "rank_started"]) < 2:
+            check(time.monotonic() < deadline, "both ranks of the re-adopted job started")
+            time.sleep(0.2)
+        rank_pids = [x["pid"] for x in d.events(job)["events"] if x["event"] == "rank_started"]
+        open(gate, "w").close()
+        j = d.wait_state(job, "SUCCEEDED", TORCH_TIMEOUT, "(the re-adopted job, followed to its end)")
+        check(j["runs"] == 1 and j["exit_code"] == 0, f"run once, not requeued: {j}")
+        deadline = time.monotonic() + 30
+        while any(alive(p) for p in rank_pids) or supervisor_pids(d.state):
+            check(time.monotonic() < deadline, f"a process of the job outlived it: ranks {rank_pids}, "
+                  f"supervisor and guardian {supervisor_pids(d.state)}")
+            time.sleep(0.1)
+    finally:
+        d.cleanup()
+
+
+def test_supervisor_that_ended_before_its_pid_was_committed_gives_its_outcome():
+    # Same window, but the supervisor runs to its end while no daemon watches: the restarted daemon
+    # takes the outcome from its event file instead of running the job again over it.
+    d = Daemon("--slots", "1", env=KILL_AFTER_SPAWN)
+    try:
+        job, pids = submit_and_see_it_die(d, "name: ends-unrecorded\nshell: 'exit 3'\n")
+        deadline = time.monotonic() + 60
+        while any(alive(p) for p in pids):
+            check(time.monotonic() < deadline, f"the supervisor did not end: {pids}")
+            time.sleep(0.1)
+        d.start()
+        j = d.wait_state(job, "FAILED", 30)
+        check(j["runs"] == 1 and "exited with code 3" in j["reason"], f"its true outcome, not a second run: {j}")
+    finally:
+        d.cleanup()
+
+
 def test_second_daemon_on_same_state_dir_is_refused():
     d = Daemon("--slots", "1")
     try:
@@ -95,4 +187,5 @@ def test_second_daemon_on_same_state_dir_is_refused():
 
 if __name__ == "__main__":
     run_tests([test_second_daemon_on_same_state_dir_is_refused, test_retry_backoff_survives_a_daemon_restart,
-               test_kill9_restart_loses_nothing])
+               test_supervisor_that_ended_before_its_pid_was_committed_gives_its_outcome,
+               test_supervisor_started_before_its_pid_was_committed_is_readopted, test_kill9_restart_loses_nothing])
