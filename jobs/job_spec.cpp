@@ -78,7 +78,7 @@ class Reader {
     }
   }
 
-  std::optional<std::string> string(const YAML::Node& n, const std::string& what, const char* expected) {
+  std::optional<std::string> string(const YAML::Node& n, const std::string& what, const std::string& expected) {
     if (!n.IsScalar()) {
       problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
       return std::nullopt;
@@ -86,49 +86,43 @@ class Reader {
     return n.Scalar();
   }
 
-  std::optional<long long> integer(const YAML::Node& n, const std::string& what, long long lo, long long hi) {
-    auto expected = fmt::format("an integer from {} to {}", lo, hi);
-    if (!n.IsScalar()) {
-      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
-      return std::nullopt;
-    }
-    const auto& s = n.Scalar();
+  // A scalar read by parse (nullopt, or a std:: conversion's exception: not that form); one
+  // problem naming the expected form otherwise.
+  template <typename T, typename Parse>
+  std::optional<T> scalar(const YAML::Node& n, const std::string& what, const std::string& expected, Parse parse) {
+    auto text = string(n, what, expected);
+    if (!text) return std::nullopt;
     try {
-      std::size_t used = 0;
-      long long v = std::stoll(s, &used);
-      if (used == s.size() && v >= lo && v <= hi) return v;
+      if (std::optional<T> v = parse(*text)) return v;
     } catch (const std::exception&) {
     }
-    problem(n, fmt::format("{} must be {}, not '{}'", what, expected, s));
+    problem(n, fmt::format("{} must be {}, not '{}'", what, expected, *text));
     return std::nullopt;
+  }
+
+  std::optional<long long> integer(const YAML::Node& n, const std::string& what, long long lo, long long hi) {
+    return scalar<long long>(n, what, fmt::format("an integer from {} to {}", lo, hi),
+                             [&](const std::string& s) -> std::optional<long long> {
+                               std::size_t used = 0;
+                               long long v = std::stoll(s, &used);
+                               if (used == s.size() && v >= lo && v <= hi) return v;
+                               return std::nullopt;
+                             });
   }
 
   std::optional<double> number(const YAML::Node& n, const std::string& what, double lo) {
-    auto expected = fmt::format("a number ≥ {}", lo);
-    if (!n.IsScalar()) {
-      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
-      return std::nullopt;
-    }
-    const auto& s = n.Scalar();
-    try {
-      std::size_t used = 0;
-      double v = std::stod(s, &used);
-      if (used == s.size() && std::isfinite(v) && v >= lo) return v;
-    } catch (const std::exception&) {
-    }
-    problem(n, fmt::format("{} must be {}, not '{}'", what, expected, s));
-    return std::nullopt;
+    return scalar<double>(n, what, fmt::format("a number ≥ {}", lo),
+                          [&](const std::string& s) -> std::optional<double> {
+                            std::size_t used = 0;
+                            double v = std::stod(s, &used);
+                            if (used == s.size() && std::isfinite(v) && v >= lo) return v;
+                            return std::nullopt;
+                          });
   }
 
   std::optional<double> duration(const YAML::Node& n, const std::string& what) {
-    const char* expected = "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds";
-    if (!n.IsScalar()) {
-      problem(n, fmt::format("{} must be {}, not {}", what, expected, kind_name(n)));
-      return std::nullopt;
-    }
-    auto d = parse_duration(n.Scalar());
-    if (!d) problem(n, fmt::format("{} must be {}, not '{}'", what, expected, n.Scalar()));
-    return d;
+    return scalar<double>(n, what, "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds",
+                          [](const std::string& s) { return parse_duration(s); });
   }
 
   std::optional<std::vector<std::string>> strings(const YAML::Node& n, const std::string& what, const char* example) {

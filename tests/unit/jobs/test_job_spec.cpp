@@ -17,6 +17,18 @@ std::string error_of(const std::string& yaml) {
   return "";
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A valid name and command (lines 1-2) plus `fields` from line 3, and a part of the error it must give.
+struct FieldProblem {
+  const char* fields;
+  const char* message;
+};
+void check_problems(std::initializer_list<FieldProblem> cases) {
+  for (const auto& c : cases) {
+    CAPTURE(c.fields);
+    CHECK(contains(error_of(std::string("name: a\ncommand: [x]\n") + c.fields), c.message));
+  }
+}
 }  // namespace
 
 TEST_CASE("the smallest job: name and command, defaults everywhere else") {
@@ -84,23 +96,27 @@ executor: local
 }
 
 TEST_CASE("unknown keys are errors at their line and column, naming the known keys") {
-  auto e = error_of("name: a\ncommand: [x]\nresources:\n  gpus: 2\n");
-  CHECK(contains(e, "job.yaml:4:3: unknown key 'gpus' in resources"));
-  CHECK(contains(e, "gpus_per_node"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nretries: 3\n"), "job.yaml:3:1: unknown key 'retries' in the job"));
+  check_problems({
+      {"resources:\n  gpus: 2\n", "job.yaml:4:3: unknown key 'gpus' in resources"},
+      {"resources:\n  gpus: 2\n", "gpus_per_node"},
+      {"retries: 3\n", "job.yaml:3:1: unknown key 'retries' in the job"},
+  });
 }
 
 TEST_CASE("wrong types name the expected form") {
-  CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nproc_per_node: two}\n"),
-                 "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 1024, not 'two'"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nlimits: {timeout: soon}\n"), "a duration such as 30s"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nenv: [A, B]\n"), "env must be a mapping"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\ndistributed: {backend: mpi}\n"),
-                 "distributed.backend must be one of gloo | nccl, not 'mpi'"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\npriority: high\n"), "priority (higher runs first)"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nodes: 2}\n"),
-                 "job.yaml:3:20: resources.nodes 2: a local job runs on this host alone (nodes: 1); several nodes "
-                 "need executor: slurm"));
+  check_problems({
+      {"resources: {nproc_per_node: two}\n",
+       "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 1024, not 'two'"},
+      {"limits: {timeout: soon}\n", "a duration such as 30s"},
+      {"limits: {timeout: [1]}\n", "limits.timeout must be a duration such as 30s"},
+      {"restart: {backoff: {factor: x}}\n", "must be a number ≥"},
+      {"env: [A, B]\n", "env must be a mapping"},
+      {"distributed: {backend: mpi}\n", "distributed.backend must be one of gloo | nccl, not 'mpi'"},
+      {"priority: high\n", "priority (higher runs first)"},
+      {"resources: {nodes: 2}\n",
+       "job.yaml:3:20: resources.nodes 2: a local job runs on this host alone (nodes: 1); several nodes "
+       "need executor: slurm"},
+  });
 }
 
 TEST_CASE("every problem is reported, in file order") {
@@ -129,11 +145,12 @@ TEST_CASE("malformed YAML is an error with its position") {
 }
 
 TEST_CASE("bad regexes and executors") {
-  CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=[0-9'}\n"), "not a valid regular expression"));
-  CHECK(contains(error_of("name: a\ncommand: [x]\nmetrics: {loss: 'loss=.*'}\n"), "capture group"));
+  check_problems({
+      {"metrics: {loss: 'loss=[0-9'}\n", "not a valid regular expression"},
+      {"metrics: {loss: 'loss=.*'}\n", "capture group"},
+      {"executor: k8s\n", "executor must be one of local | slurm, not 'k8s'"},
+  });
   CHECK(error_of("name: a\ncommand: [x]\nexecutor: slurm\n").empty());
-  CHECK(
-      contains(error_of("name: a\ncommand: [x]\nexecutor: k8s\n"), "executor must be one of local | slurm, not 'k8s'"));
 }
 
 TEST_CASE("durations") {
