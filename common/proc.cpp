@@ -13,6 +13,24 @@
 namespace fs = std::filesystem;
 
 namespace ddp::proc {
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!std::getline(in, text)) return std::nullopt;
+  auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(close + 1));
+  std::vector<std::string> f;  // f[0] is field 3 (state)
+  for (std::string field; rest >> field;) f.push_back(field);
+  if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return std::nullopt;
+  try {
+    return ProcStat{static_cast<pid_t>(std::stol(f[1])), static_cast<pid_t>(std::stol(f[2])),
+                    static_cast<pid_t>(std::stol(f[3])), std::stoull(f[19])};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 namespace {
 
 bool parse_pid(const std::string& name, pid_t& out) {

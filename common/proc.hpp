@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,18 @@ struct ProcessInfo {
   pid_t pid = 0;
   std::string cmdline;  // argv joined by spaces; "" if unreadable
 };
+
+// What /proc/<pid>/stat says about a live process. start_time (field 22, clock ticks since boot)
+// with the pid is an identity that survives pid reuse.
+struct ProcStat {
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  pid_t sid = 0;
+  std::uint64_t start_time = 0;
+};
+
+// nullopt when the process is gone, a zombie, or its stat unreadable.
+std::optional<ProcStat> read_proc_stat(pid_t pid);
 
 // The command line of `pid` (argv joined by spaces), or "" when it cannot be read.
 std::string cmdline(pid_t pid);

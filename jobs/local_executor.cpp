@@ -12,8 +12,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "common/error.hpp"
+#include "common/proc.hpp"
 #include "jobs/run_logs.hpp"
 
 extern char** environ;
@@ -71,38 +73,33 @@ pid_t spawn_supervisor(const SpawnRequest& request) {
 }
 
 std::optional<std::uint64_t> process_start_time(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text;
-  if (!in || !std::getline(in, text)) return std::nullopt;
-  // The command name (field 2) may hold spaces and parentheses: fields after the last ')'.
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  // rest starts at field 3 (state); start time is field 22.
-  for (int i = 3; i < 22; ++i) rest >> field;
-  std::uint64_t start = 0;
-  if (!(rest >> start)) return std::nullopt;
-  if (text.substr(close + 2, 1) == "Z") return std::nullopt;  // a zombie has exited
-  return start;
+  if (auto st = proc::read_proc_stat(pid)) return st->start_time;
+  return std::nullopt;
 }
 
 std::optional<RunHandle> find_supervisor(const std::filesystem::path& events_path) {
   const std::string events = events_path.string();
+  // Session leaders whose argv holds `--events <events_path>`: the supervisor, and its guardian
+  // (forked from it, same argv, setsid()); the guardian is the one whose parent is a match too.
+  std::vector<std::pair<pid_t, proc::ProcStat>> matches;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const auto name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const auto pid = static_cast<pid_t>(std::stol(name));
-    if (::getsid(pid) != pid) continue;
+    auto st = proc::read_proc_stat(pid);
+    if (!st || st->sid != pid) continue;
     std::ifstream in(entry.path() / "cmdline", std::ios::binary);
     std::vector<std::string> argv;
     for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
     bool match = false;
     for (std::size_t i = 0; i + 1 < argv.size() && !match; ++i) match = argv[i] == "--events" && argv[i + 1] == events;
-    if (!match) continue;
-    auto start = process_start_time(pid);
-    if (start) return RunHandle{pid, *start, {}};
+    if (match) matches.emplace_back(pid, *st);
+  }
+  for (const auto& [pid, st] : matches) {
+    bool parent_matches = false;
+    for (const auto& other : matches) parent_matches = parent_matches || other.first == st.ppid;
+    if (!parent_matches) return RunHandle{pid, st.start_time, {}};
   }
   return std::nullopt;
 }

@@ -64,29 +64,7 @@ std::string signal_name(int signo) {
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", signo);
 }
 
-// What /proc/<pid>/stat says about a live process: its process group and its start time (field
-// 22, clock ticks since boot: with the pid, an identity that survives pid reuse).
-struct ProcStat {
-  pid_t pgid = 0;
-  unsigned long long start_time = 0;
-};
-
-std::optional<ProcStat> read_proc_stat(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text;
-  if (!std::getline(in, text)) return std::nullopt;
-  auto close = text.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(text.substr(close + 1));
-  std::vector<std::string> f;  // f[0] is field 3 (state)
-  for (std::string field; rest >> field;) f.push_back(field);
-  if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return std::nullopt;
-  try {
-    return ProcStat{static_cast<pid_t>(std::stol(f[2])), std::stoull(f[19])};
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
+using proc::read_proc_stat;
 
 // Console output from a separate thread with a bounded queue: a slow terminal must never stall
 // the event loop (and through full pipes, the workers). Lines beyond the bound are counted and

@@ -106,15 +106,24 @@ def submit_and_see_it_die(d, yaml_text):
 
 
 def supervisors(state_dir):
-    """The supervisors themselves (session leaders), not their forked guardians."""
-    out = []
+    """The supervisors themselves (session leaders), not their guardians (forked from the
+    supervisor with its argv, and session leaders too after their setsid)."""
+    leaders = []
     for pid in supervisor_pids(state_dir):
         try:
             if os.getsid(pid) == pid:
-                out.append(pid)
+                leaders.append(pid)
         except ProcessLookupError:
             pass
-    return out
+    return [p for p in leaders if parent(p) not in leaders]
+
+
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def test_supervisor_started_before_its_pid_was_committed_is_readopted():
