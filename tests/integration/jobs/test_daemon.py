@@ -1,5 +1,6 @@
 """The job daemon end to end: a real `ddp-launch daemon`, real HTTP on its unix socket, real
 /usr/bin/python3 gloo jobs under real `ddp-launch run` supervisors."""
+import contextlib
 import http.client
 import json
 import os
@@ -22,6 +23,22 @@ def gate_path(name):
 
 def open_gate(name):
     open(gate_path(name), "w").close()
+
+
+@contextlib.contextmanager
+def follow_logs(job):
+    """`ddp-launch logs JOB -f` as a child: yields it and its LineReader; when the block is done the
+    follower must end by itself (the job ended) with exit code 0. Killed if the block failed."""
+    follower = subprocess.Popen([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "logs", str(job), "-f",
+                                 "--socket", D.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield follower, LineReader(follower.stdout)
+        follower.wait(timeout=60)
+        check(follower.returncode == 0, f"follower exit code {follower.returncode}: {follower.stderr.read()}")
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
 
 
 def test_socket_is_private_and_healthy():
@@ -213,21 +230,12 @@ def test_cancel_running_job_leaves_no_rank_alive():
 def test_logs_follow_streams_until_the_job_ends():
     gate = gate_path("follow")
     job = D.submit(gated_job("follow-me", gate))
-    follower = subprocess.Popen([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "logs", str(job), "-f",
-                                 "--socket", D.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = LineReader(follower.stdout)
+    with follow_logs(job) as (follower, lines):
         lines.wait_for("ready", TORCH_TIMEOUT, "the rank's first line, streamed while it runs")
         check(follower.poll() is None, "the follower must keep running while the job runs")
         open_gate("follow")
         lines.wait_for("step 2", 60, "lines printed after the follow began")
         lines.wait_for("done", 60, "the last line")
-        follower.wait(timeout=60)
-        check(follower.returncode == 0, f"follower exit code {follower.returncode}: {follower.stderr.read()}")
-    finally:
-        if follower.poll() is None:
-            follower.kill()
-            follower.wait()
     j = D.wait_state(job, "SUCCEEDED", 30)
     check(j["state"] == "SUCCEEDED", f"{j}")
     status, body = D.request("GET", f"/v1/jobs/{job}/metrics")
@@ -242,10 +250,7 @@ def test_logs_follow_moves_to_the_next_attempt_after_a_restart():
               'while [ ! -e "$g" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done; '
               'echo "attempt $n ends"; [ "$n" = 1 ]')
     job = D.submit(f"name: restarts-once\nshell: '{script}'\ndistributed: {{max_restarts: 1, shutdown_grace: 2s}}\n")
-    follower = subprocess.Popen([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "logs", str(job), "-f",
-                                 "--socket", D.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = LineReader(follower.stdout)
+    with follow_logs(job) as (follower, lines):
         lines.wait_for("attempt 0 up", 60, "attempt 0's first line")
         open_gate("attempt-0")
         lines.wait_for("attempt 0 ends", 60, "attempt 0's last line")
@@ -255,12 +260,6 @@ def test_logs_follow_moves_to_the_next_attempt_after_a_restart():
         check(follower.poll() is None, "the follower must keep running while attempt 1 runs")
         open_gate("attempt-1")
         lines.wait_for("attempt 1 ends", 60, "attempt 1's last line")
-        follower.wait(timeout=60)
-        check(follower.returncode == 0, f"follower exit code {follower.returncode}: {follower.stderr.read()}")
-    finally:
-        if follower.poll() is None:
-            follower.kill()
-            follower.wait()
     j = D.wait_state(job, "SUCCEEDED", 30)
     check(j["restarts"] == 1, f"one worker-group restart: {j}")
     # torchrun's layout under the run's logs/: job-<id>_<random>/attempt_<k>/<rank>/
@@ -281,22 +280,13 @@ def test_logs_follow_moves_to_the_next_run_after_a_daemon_retry():
               f'while [ ! -e {gate} ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done; echo "run 0 fails"; exit 3')
     job = D.submit(f"name: retried-once\nshell: '{script}'\n"
                    "restart: {policy: on-failure, max_retries: 1, backoff: {initial: 0s}}\n")
-    follower = subprocess.Popen([os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch"), "logs", str(job), "-f",
-                                 "--socket", D.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = LineReader(follower.stdout)
+    with follow_logs(job) as (follower, lines):
         lines.wait_for("run 0 up", 60, "run 0's first line")
         open_gate("retry-run-0")
         lines.wait_for("run 0 fails", 60, "run 0's last line")
         switched = lines.wait_for("the job restarted; following", 60, "the switch to run 1's file")
         check("/run-1/logs/" in switched, f"followed file after the retry: {switched!r}")
         lines.wait_for("run 1 up", 60, "run 1's line, through the same follower")
-        follower.wait(timeout=60)
-        check(follower.returncode == 0, f"follower exit code {follower.returncode}: {follower.stderr.read()}")
-    finally:
-        if follower.poll() is None:
-            follower.kill()
-            follower.wait()
     j = D.wait_state(job, "SUCCEEDED", 30)
     check(j["runs"] == 2, f"one daemon retry: {j}")
 

@@ -25,6 +25,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import alive, free_port as _free_port  # noqa: E402,F401 (alive re-exported to the tests)
+
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol", "scancel", "sinfo", "mungekey")
 
 
@@ -56,21 +59,6 @@ def _port_taken(port):
         except OSError:
             return True
     return False
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def alive(pid):
-    """True if pid exists and is not a zombie (PID 1 here may reap orphans late)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _read_pid(path):
