@@ -93,12 +93,7 @@ void SlurmExecutor::on_query(JobId id, std::uint64_t serial, std::optional<slurm
   auto it = followed_.find(id);
   if (it == followed_.end() || it->second->serial != serial) return;  // forgotten meanwhile
   auto& f = *it->second;
-  auto again = [this, id, &f] {
-    f.timer->expires_after(config_.poll_interval);
-    f.timer->async_wait([this, id](boost::system::error_code ec) {
-      if (!ec) poll(id);
-    });
-  };
+  auto again = [this, id] { poll_after(id, config_.poll_interval); };
   if (!job && error != "purged") {
     // slurmctld down or slow: the job is not lost; keep asking.
     if (error != f.last_error) spdlog::warn("job {}: cannot query Slurm job {}: {}", id, f.slurm_id, error);
@@ -144,13 +139,16 @@ void SlurmExecutor::stop(JobId id, const RunHandle& run, bool force) {
     });
   });
   // Poll soon: the CANCELLED state shows without waiting a whole interval.
+  poll_after(id, std::chrono::milliseconds(300));
+}
+
+void SlurmExecutor::poll_after(JobId id, std::chrono::milliseconds delay) {
   auto it = followed_.find(id);
-  if (it != followed_.end()) {
-    it->second->timer->expires_after(std::chrono::milliseconds(300));
-    it->second->timer->async_wait([this, id](boost::system::error_code ec) {
-      if (!ec) poll(id);
-    });
-  }
+  if (it == followed_.end()) return;
+  it->second->timer->expires_after(delay);
+  it->second->timer->async_wait([this, id](boost::system::error_code ec) {
+    if (!ec) poll(id);
+  });
 }
 
 void SlurmExecutor::forget(JobId id) {

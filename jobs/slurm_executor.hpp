@@ -45,6 +45,7 @@ class SlurmExecutor : public Executor {
  private:
   struct Followed;
   void poll(JobId id);
+  void poll_after(JobId id, std::chrono::milliseconds delay);  // rearms the job's timer
   void on_query(JobId id, std::uint64_t serial, std::optional<launcher::slurm::SlurmJobInfo> job, std::string error);
 
   boost::asio::io_context& io_;

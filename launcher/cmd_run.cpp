@@ -572,8 +572,7 @@ Command add_run_command(CLI::App& app) {
         c.processes_file = std::filesystem::temp_directory_path() /
                            fmt::format("ddp-launch-{}-node{}.processes.json", id, c.plan.node_rank);
       }
-      bool to_files = false;
-      for (std::size_t i = 0; i < c.redirects.size(); ++i) to_files = to_files || c.redirects[i] || c.tee[i];
+      const bool to_files = c.writes_log_files();
       // torchrun writes redirected and teed streams under a temporary directory without --log-dir.
       if (to_files) spdlog::info("no --log-dir: per-rank log files go under {}", c.run_dir.string());
       c.remove_run_dir = !to_files;  // only error files and the FileStore live there: gone after the job

@@ -242,7 +242,7 @@ class Supervisor {
                              {"master_port", master_port_},
                              {"supervisor_pid", ::getpid()},
                              {"run_dir", config_.run_dir.string()},
-                             {"log_dir", writes_log_files() ? json(config_.run_dir.string()) : json(nullptr)},
+                             {"log_dir", config_.writes_log_files() ? json(config_.run_dir.string()) : json(nullptr)},
                              {"cgroup", cgroups_.v2_dir().empty() ? json(nullptr) : json(cgroups_.v2_dir().string())},
                              {"memory_cgroup", cgroups_.memory_accounting()}});
     if (rdzv_) {
@@ -397,18 +397,6 @@ class Supervisor {
     }
     std::error_code ec;
     fs::remove(record, ec);
-  }
-
-  // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
-  bool writes_log_files() const {
-    if (config_.log_to_files) return true;
-    for (int m : config_.redirects) {
-      if (m) return true;
-    }
-    for (int m : config_.tee) {
-      if (m) return true;
-    }
-    return false;
   }
 
   bool multi_node() const { return config_.dynamic.has_value() || config_.plan.nnodes > 1; }
@@ -1097,6 +1085,13 @@ class Supervisor {
 };
 
 }  // namespace
+
+bool SupervisorConfig::writes_log_files() const {
+  auto any = [](const std::vector<int>& masks) {
+    return std::any_of(masks.begin(), masks.end(), [](int m) { return m != 0; });
+  };
+  return log_to_files || any(redirects) || any(tee);
+}
 
 int run_supervisor(const SupervisorConfig& config) {
   std::signal(SIGPIPE, SIG_IGN);

@@ -62,6 +62,9 @@ struct SupervisorConfig {
   // remove_run_dir run that recorded any keeps its run_dir and says where it is.
   std::vector<MetricPattern> metric_patterns;
   GpuWatchConfig gpu_watch;
+
+  // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
+  bool writes_log_files() const;
 };
 
 // Runs the job to the end; returns the supervisor's exit code (0 success, 1 failure,
