@@ -457,7 +457,7 @@ class RendezvousClient : public Rendezvous {
       int round = -1;
       auto join_started = Clock::now();
       auto last_hb = Clock::now() - hb_interval;
-      std::optional<Clock::time_point> unreachable_since;
+      bool unreachable_warned = false;  // one warning per outage; its time is last_contact's
       auto last_contact = Clock::now();  // the store last answered
       int reconnects = 0;                // attempts since it last answered
       std::string last_error;
@@ -556,7 +556,7 @@ class RendezvousClient : public Rendezvous {
             last_hb = now;
             last_contact = Clock::now();
           }
-          unreachable_since.reset();
+          unreachable_warned = false;
           if (mode == Mode::Assign || mode == Mode::Running) {
             try {
               client->wait({key}, chunk);
@@ -612,8 +612,8 @@ class RendezvousClient : public Rendezvous {
             commands.push_front(std::move(*cmd));
           }
           auto now = Clock::now();
-          if (!unreachable_since) {
-            unreachable_since = now;
+          if (!unreachable_warned) {
+            unreachable_warned = true;
             spdlog::warn("rendezvous store {} not answering ({}); reconnecting for up to {} ms since its last answer",
                          endpoint(), e.what(), lost_window.count());
           }
