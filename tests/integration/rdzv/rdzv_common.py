@@ -118,4 +118,7 @@ class Workdir:
         for name in os.listdir(tmp):
             if name.startswith(f"ddp-launch-{os.path.basename(self.path)}-"):
                 p = os.path.join(tmp, name)
-                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
+                try:
+                    shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
+                except FileNotFoundError:
+                    pass  # a killed supervisor's guardian removed its temporary run dir meanwhile
