@@ -14,13 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/user_regex.hpp"
 #include "jobs/local_executor.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/slurm_executor.hpp"
+#include "launcher/metrics.hpp"
 
 namespace ddp::jobs {
 
@@ -457,13 +458,13 @@ void JobManager::on_supervisor_exit(Job& job, std::optional<int> wait_status) {
 
 std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
   if (job.spec.restart.no_retry_log_patterns.empty() || job.rec.run_dir.empty()) return std::nullopt;
-  std::vector<std::regex> res;
+  std::vector<UserRegex> res;  // RE2: a megabyte of one log line cannot crash the daemon (user_regex.hpp)
   for (const auto& p : job.spec.restart.no_retry_log_patterns) res.emplace_back(p);
   if (!executor_of(job).uses_host_resources()) {  // one output file holds every rank's lines
     auto out = executor_of(job).log_path(job.rec.run_dir, run_of(job), "0", "stdout");
     auto text = out ? read_file_tail(*out, 1 << 20) : std::string();
     for (std::size_t i = 0; i < res.size(); ++i) {
-      if (std::regex_search(text, res[i])) return job.spec.restart.no_retry_log_patterns[i];
+      if (res[i].search(text)) return job.spec.restart.no_retry_log_patterns[i];
     }
     return std::nullopt;
   }
@@ -475,7 +476,7 @@ std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
     if (name != "stdout.log" && name != "stderr.log") continue;
     auto text = read_file_tail(it->path(), 1 << 20);
     for (std::size_t i = 0; i < res.size(); ++i) {
-      if (std::regex_search(text, res[i])) return job.spec.restart.no_retry_log_patterns[i];
+      if (res[i].search(text)) return job.spec.restart.no_retry_log_patterns[i];
     }
   }
   return std::nullopt;
@@ -840,20 +841,17 @@ json JobManager::job_metrics(JobId id) const {
       if (fs::exists(e.path() / "stdout.log", fec)) files[std::stoi(name)] = e.path() / "stdout.log";
     }
   }
-  std::vector<std::pair<std::string, std::regex>> patterns;
-  for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, std::regex(pattern));
+  std::vector<std::pair<std::string, UserRegex>> patterns;  // RE2: safe on lines of any length
+  for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
   json ranks = json::object(), sources = json::object();
   for (const auto& [rank, path] : files) {
     std::string text = read_file_tail(path, 4 << 20);
     json series = json::object();
     for (const auto& [name, re] : patterns) {
       json values = json::array();
-      for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-        try {
-          values.push_back(std::stod((*it)[1].str()));
-        } catch (const std::exception&) {
-        }
-      }
+      re.for_each(text, [&](std::string_view v) {
+        if (auto x = launcher::parse_metric_number(v)) values.push_back(*x);
+      });
       series[name] = values;
     }
     ranks[std::to_string(rank)] = series;

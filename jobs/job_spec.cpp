@@ -7,11 +7,11 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
-#include <regex>
 #include <set>
 #include <tuple>
 
 #include "common/env_contract.hpp"
+#include "common/user_regex.hpp"
 
 namespace ddp::jobs {
 
@@ -153,18 +153,19 @@ class Reader {
     return s;
   }
 
-  // A regex checked to compile; `groups` capture groups at least.
+  // A regex checked to compile (RE2, as the daemon applies it: common/user_regex.hpp); `groups`
+  // capture groups at least.
   std::optional<std::string> regex(const YAML::Node& n, const std::string& what, unsigned groups) {
-    auto s = string(n, what, "a regular expression (ECMAScript syntax)");
+    auto s = string(n, what, "a regular expression (RE2 syntax)");
     if (!s) return std::nullopt;
-    try {
-      std::regex re(*s);
-      if (re.mark_count() < groups) {
-        problem(n, fmt::format("{} must have a capture group around the number, e.g. 'loss=([0-9.eE+-]+)'", what));
-        return std::nullopt;
-      }
-    } catch (const std::regex_error& e) {
-      problem(n, fmt::format("{} is not a valid regular expression: {}", what, e.what()));
+    UserRegex re(*s);
+    if (!re.ok()) {
+      problem(n, fmt::format("{} is not a valid regular expression: {} (RE2 syntax: no backreferences or lookaround)",
+                             what, re.error()));
+      return std::nullopt;
+    }
+    if (re.groups() < static_cast<int>(groups)) {
+      problem(n, fmt::format("{} must have a capture group around the number, e.g. 'loss=([0-9.eE+-]+)'", what));
       return std::nullopt;
     }
     return s;

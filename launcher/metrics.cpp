@@ -60,13 +60,12 @@ MetricPattern parse_metric_pattern(std::string_view spec) {
                     spec, p.name));
   }
   if (p.pattern.empty()) throw UsageError(fmt::format("--metric '{}': the regular expression is empty", spec));
-  try {
-    p.re = std::regex(p.pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
+  p.re = UserRegex(p.pattern);
+  if (!p.re.ok()) {
     throw UsageError(
-        fmt::format("--metric {}: '{}' is not a valid regular expression ({}); the value is its first "
-                    "capture group, e.g. 'Loss\\s+([0-9.]+)'",
-                    p.name, p.pattern, e.what()));
+        fmt::format("--metric {}: '{}' is not a valid regular expression ({}; RE2 syntax: no backreferences or "
+                    "lookaround); the value is its first capture group, e.g. 'Loss\\s+([0-9.]+)'",
+                    p.name, p.pattern, p.re.error()));
   }
   return p;
 }
@@ -88,11 +87,9 @@ std::vector<MetricRow> MetricExtractor::on_line(int attempt, int rank, std::stri
   if (patterns_.empty()) return rows;
   std::vector<MetricValue> matched;
   for (const auto& p : patterns_) {
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_search(line.begin(), line.end(), m, p.re)) continue;
-    auto group = m.size() > 1 && m[1].matched ? m[1] : m[0];
-    auto value = parse_metric_number(
-        line.substr(static_cast<std::size_t>(group.first - line.begin()), static_cast<std::size_t>(group.length())));
+    auto text = p.re.find(line);
+    if (!text) continue;
+    auto value = parse_metric_number(*text);
     if (!value) continue;
     if (p.name == "step") line_step = *value;
     matched.push_back({p.name, *value});

@@ -6,15 +6,16 @@
 //  - the SDK's line format, `@ddp-metric step=12 loss=0.5312 samples_per_s=812.4`
 //    (env::kMetricLinePrefix; keys [A-Za-z_][A-Za-z0-9_.]*, decimal values);
 //  - unchanged scripts, through user patterns `--metric loss='Loss\s+([0-9.]+)'` (the first
-//    capture group, or the whole match, is the value).
+//    capture group, or the whole match, is the value; RE2 syntax, safe on lines of any length).
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/user_regex.hpp"
 
 namespace ddp::launcher {
 
@@ -35,7 +36,7 @@ std::optional<double> parse_metric_number(std::string_view text);
 struct MetricPattern {
   std::string name;
   std::string pattern;
-  std::regex re;
+  UserRegex re{""};  // RE2: linear in the line's length, whatever the line (user_regex.hpp)
 };
 
 // "NAME=REGEX" (from --metric). A missing '=', a bad name or a regex that does not compile is a

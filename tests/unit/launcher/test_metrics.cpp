@@ -85,7 +85,7 @@ TEST_CASE("pattern metrics: step = matches so far on that rank, or the step metr
 }
 
 TEST_CASE("a pattern without a group takes the whole match; a non-number is no row") {
-  MetricExtractor x({parse_metric_pattern(R"(acc=[0-9.]+(?=%))"), parse_metric_pattern(R"(loss=Loss (\S+))")});
+  MetricExtractor x({parse_metric_pattern(R"(acc=[0-9]+\.[0-9]+)"), parse_metric_pattern(R"(loss=Loss (\S+))")});
   auto r = x.on_line(0, 0, "acc 93.5% Loss nan?");
   REQUIRE(r.size() == 1);
   CHECK(r[0].name == "acc");
@@ -95,6 +95,8 @@ TEST_CASE("a pattern without a group takes the whole match; a non-number is no r
 TEST_CASE("bad --metric values are usage errors naming them") {
   CHECK(usage_error("loss").find("expected NAME=REGEX") != std::string::npos);
   CHECK(usage_error("9loss=x").find("'9loss' is not a metric name") != std::string::npos);
+  // RE2 (linear, safe on any line) has no lookaround or backreferences: said, not crashed on.
+  CHECK(usage_error("acc=[0-9.]+(?=%)").find("RE2 syntax: no backreferences or lookaround") != std::string::npos);
   auto msg = usage_error("loss=Loss\\s+([0-9.]+");
   CHECK(msg.find("--metric loss") != std::string::npos);
   CHECK(msg.find("not a valid regular expression") != std::string::npos);
