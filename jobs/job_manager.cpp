@@ -429,6 +429,8 @@ void JobManager::apply_event(Job& job, const json& ev) {
     job.rec.restarts += 1;
     ++restarts_total_;
     persist(job);
+  } else if (type == "started" && ev.contains("run_dir") && ev["run_dir"].is_string() && !job.rec.run_dir.empty()) {
+    link_run_records(job.rec.run_dir, ev["run_dir"].get<std::string>());
   } else if (type == "finished") {
     job.finished_seen = true;
     if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) job.finished_exit = ev["exit_code"].get<int>();
