@@ -554,6 +554,7 @@ void JobManager::arm_retry(Job& job, double delay_s) {
 void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState final_state) {
   job.cancel_requested = true;
   job.cancel_final = final_state;
+  job.rec.cancel_final = final_state;  // persisted with the CANCELLING state below: a restarted daemon ends it so
   job.cancel_reason = reason;
   set_state(job, JobState::Cancelling, reason);
   if (job.submitting) return;  // stopped as soon as it has a handle
@@ -661,7 +662,9 @@ void JobManager::recover() {
     if (job.rec.state == JobState::Cancelling) {
       job.cancel_requested = true;
       job.cancel_reason = job.rec.reason;
-      job.cancel_final = job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed : JobState::Cancelled;
+      // Rows from before schema 4 carry no final state: their timeouts' reasons began "timed out".
+      job.cancel_final = job.rec.cancel_final.value_or(job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed
+                                                                                                 : JobState::Cancelled);
     }
     auto& executor = executor_of(job);
     const bool local = executor.uses_host_resources();
@@ -691,7 +694,7 @@ void JobManager::recover() {
                                       id, job.spec.name));
       }
       if (job.rec.state == JobState::Cancelling) {
-        set_state(job, JobState::Cancelled, job.cancel_reason);
+        set_state(job, job.cancel_final, job.cancel_reason);  // a timeout stays FAILED
         continue;
       }
       if (job.rec.state == JobState::Restarting && job.rec.retry_at > now_seconds()) {
