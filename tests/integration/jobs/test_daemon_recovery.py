@@ -185,8 +185,8 @@ def test_supervisor_that_ended_before_its_pid_was_committed_gives_its_outcome():
 
 def test_timed_out_job_whose_supervisor_ends_while_the_daemon_is_down_stays_failed():
     # The daemon is killed while a timeout stops the job (CANCELLING: its rank ignores SIGTERM for
-    # the grace period); the supervisor ends meanwhile. The stored final state (FAILED, not CANCELLED)
-    # decides after the restart.
+    # the grace period); the supervisor ends meanwhile. After the restart the stored final state
+    # (jobs.cancel_final, no longer the reason's wording) ends it FAILED, not CANCELLED.
     d = Daemon("--slots", "1")
     try:
         gate = os.path.join(d.dir, "gate")
