@@ -11,7 +11,9 @@
 //   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in each rank's output
 //   GET  /metrics                      Prometheus text
 //   GET  /healthz
-// Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving.
+// Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving. TCP clients
+// are admitted by ApiLimits (api_policy.hpp): a cap (503 beyond it) and a deadline for an
+// authenticated request; the unix socket has neither.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>

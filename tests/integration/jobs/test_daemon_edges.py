@@ -103,6 +103,16 @@ def test_a_tcp_cap_the_open_file_limit_cannot_hold_is_refused():
           f"{out.returncode} {out.stderr}")
 
 
+def test_daemon_duration_flags_are_range_checked():
+    with tempfile.TemporaryDirectory() as tmp:
+        for flag, value in [("--slurm-poll-interval", "1e10"), ("--slurm-poll-interval", "1e-12"),
+                            ("--tcp-auth-timeout", "1e10"), ("--tcp-auth-timeout", "0"),
+                            ("--max-tcp-connections", "0")]:
+            out = subprocess.run([DDP_LAUNCH, "daemon", "--state-dir", os.path.join(tmp, "s"), "--socket",
+                                  os.path.join(tmp, "d.sock"), flag, value], capture_output=True, text=True, timeout=30)
+            check(out.returncode != 0 and flag in out.stderr, f"{flag} {value}: {out.returncode} {out.stderr}")
+
+
 def daemon_start(socket_path, state_dir):
     return subprocess.run([DDP_LAUNCH, "daemon", "--state-dir", state_dir, "--socket", socket_path],
                           capture_output=True, text=True, timeout=30)
@@ -274,6 +284,7 @@ if __name__ == "__main__":
                    test_yaml_metrics_reach_a_metrics_csv_that_report_charts,
                    test_batch_policy_gives_the_ranks_what_run_gives_them,
                    test_tcp_flood_leaves_the_unix_socket_serving,
-                   test_a_tcp_cap_the_open_file_limit_cannot_hold_is_refused])
+                   test_a_tcp_cap_the_open_file_limit_cannot_hold_is_refused,
+                   test_daemon_duration_flags_are_range_checked])
     finally:
         D.cleanup()
