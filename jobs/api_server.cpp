@@ -226,7 +226,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
         if (route(req, t, res)) return;  // a streamed response took over
       }
     } catch (const ApiError& e) {
-      res = error_response(e.status, e.what(), e.detail);
+      res = error_response(e.status, e.message, e.detail);
     } catch (const std::exception& e) {
       spdlog::error("API: {} {}: {}", std::string(req.method_string()), std::string(req.target()), e.what());
       res = error_response(500, std::string("internal error: ") + e.what());

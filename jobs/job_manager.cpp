@@ -212,7 +212,7 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
     json problems = json::array();
     for (const auto& p : e.problems())
       problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
-    throw ApiError(400, e.what(), {{"problems", problems}});
+    throw ApiError(400, e.message(), {{"problems", problems}});
   }
   ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
   if (spec.executor == "local") {

@@ -271,7 +271,10 @@ std::optional<std::string> batch_split_problem(const JobSpec& spec) {
 }  // namespace
 
 JobSpecError::JobSpecError(std::string file, std::vector<SpecProblem> problems)
-    : UsageError(format_problems(file, problems)), file_(std::move(file)), problems_(std::move(problems)) {}
+    : UsageError(format_problems(file, problems)),
+      message_(format_problems(file, problems)),
+      file_(std::move(file)),
+      problems_(std::move(problems)) {}
 
 std::optional<double> parse_duration(std::string_view text) {
   std::string s(text);

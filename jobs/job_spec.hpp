@@ -91,8 +91,11 @@ class JobSpecError : public UsageError {
   JobSpecError(std::string file, std::vector<SpecProblem> problems);
   const std::vector<SpecProblem>& problems() const { return problems_; }
   const std::string& file() const { return file_; }
+  // All of the text: what() stops at a NUL that a quoted value may carry.
+  const std::string& message() const { return message_; }
 
  private:
+  std::string message_;
   std::string file_;
   std::vector<SpecProblem> problems_;
 };

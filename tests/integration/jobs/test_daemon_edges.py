@@ -265,6 +265,13 @@ def test_a_nul_byte_cuts_no_reason_log_or_status_short():
     check(out.returncode == 0 and b"before\x00after the nul" in out.stdout, f"status: {out.stdout!r}")
     status, listing = D.request("GET", "/v1/jobs?limit=1000")
     check(any(x["id"] == job and "after the nul" in x["reason"] for x in listing["jobs"]), "list keeps it too")
+    # Error messages quoting the client's (percent-decoded) bytes: whole, not cut at the NUL.
+    status, body = D.request("GET", "/v1/jobs?state=RUN%00NING")
+    check(status == 400 and "'RUN\x00NING' is not one of" in body["error"], f"{status} {body}")
+    status, body = D.request("GET", "/v1/jobs/1%002/events")
+    check(status == 400 and "'1\x002' is not a job id" in body["error"], f"{status} {body}")
+    status, body = D.request("POST", "/v1/jobs", 'name: a\ncommand: [x]\npriority: "1\\0"\n')
+    check(status == 400 and "not '1\x00'" in body["error"], f"a spec message: {status} {body}")
 
 
 def test_a_global_batch_the_ranks_cannot_split_is_refused_at_submit():

@@ -196,6 +196,16 @@ TEST_CASE("a NUL byte is an error, never a value cut short or a document ended e
   });
 }
 
+TEST_CASE("the whole message survives a NUL in a value (what() is a C string)") {
+  try {
+    parse_job_spec("name: a\ncommand: [x]\npriority: \"1\\0\"\nlimits: {timeout: soon}\n", "job.yaml");
+    FAIL("a NUL in priority was accepted");
+  } catch (const JobSpecError& e) {
+    CHECK(contains(e.message(), std::string("not '1\0'", 8)));
+    CHECK(contains(e.message(), "job.yaml:4:19: limits.timeout"));  // the problems after it too
+  }
+}
+
 TEST_CASE("a global batch the job's ranks cannot split is refused at submit") {
   CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nproc_per_node: 3}\n"
                           "distributed: {batch_policy: global_batch, batch_size: 256}\n"),
