@@ -272,6 +272,12 @@ def test_a_nul_byte_cuts_no_reason_log_or_status_short():
     check(status == 400 and "'1\x002' is not a job id" in body["error"], f"{status} {body}")
     status, body = D.request("POST", "/v1/jobs", 'name: a\ncommand: [x]\npriority: "1\\0"\n')
     check(status == 400 and "not '1\x00'" in body["error"], f"a spec message: {status} {body}")
+    job_file = os.path.join(D.dir, "nul.yaml")
+    with open(job_file, "w") as f:
+        f.write('name: a\ncommand: [x]\npriority: "1\\0"\nlimits: {timeout: soon}\n')
+    out = D.cli("submit", job_file)
+    check(out.returncode != 0 and "not '1\\0'" in out.stderr and "nul.yaml:4:19: limits.timeout" in out.stderr,
+          f"submit prints the whole message, the NUL as \\0: {out.stderr!r}")
 
 
 def test_a_global_batch_the_ranks_cannot_split_is_refused_at_submit():
