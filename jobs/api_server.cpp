@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -84,25 +85,52 @@ JobId parse_id(const std::string& s) {
   return std::stoll(s);
 }
 
-// The time taken does not depend on where the strings differ (only on their length).
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size() || b.empty()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff = static_cast<unsigned char>(diff | (a[i] ^ b[i]));
-  return diff == 0;
+// RFC 9112 §6.1: a request whose Transfer-Encoding does not end in chunked has no determinable
+// body (400, then close: its bytes must not be read as a next request); a coding before chunked
+// that the daemon cannot undo is 501.
+template <class Request>
+std::optional<std::pair<int, std::string>> transfer_coding_problem(const Request& req) {
+  auto field = req[http::field::transfer_encoding];
+  if (field.empty()) return std::nullopt;
+  std::vector<std::string> codings;
+  for (const auto& t : http::token_list{field}) codings.emplace_back(t);
+  if (codings.empty() || !beast::iequals(codings.back(), "chunked")) {
+    return std::pair{400, fmt::format("Transfer-Encoding '{}' does not end in chunked: the body's length is unknown "
+                                      "(send the job file with Content-Length, or chunked)",
+                                      std::string(field))};
+  }
+  if (codings.size() > 1) {
+    return std::pair{501, fmt::format("Transfer-Encoding '{}': only chunked is understood; send the job file as "
+                                      "plain text",
+                                      std::string(field))};
+  }
+  return std::nullopt;
 }
-
 
 // Request targets and job files are the client's bytes: never let invalid UTF-8 break a reply.
 std::string safe_dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
+// A TCP session's place in the count of live TCP connections (ApiLimits::max_tcp_connections)
+// and its deadline for an authenticated request. Unix sessions have neither.
+struct TcpAdmission {
+  std::shared_ptr<std::size_t> open;  // decremented when the session is gone
+  std::chrono::milliseconds auth_timeout{0};
+};
+
 template <class Socket>
 class Session : public std::enable_shared_from_this<Session<Socket>> {
  public:
-  Session(Socket socket, JobManager& jobs, const std::string* token)
-      : socket_(std::move(socket)), jobs_(jobs), token_(token), idle_(socket_.get_executor()) {}
+  Session(Socket socket, JobManager& jobs, const std::string* token, TcpAdmission tcp = {})
+      : socket_(std::move(socket)), jobs_(jobs), token_(token), tcp_(std::move(tcp)), idle_(socket_.get_executor()) {
+    if (tcp_.open) ++*tcp_.open;
+  }
   // No end_follow() here: the io_context may outlive the JobManager at shutdown; the callbacks
   // left behind by a session that was not closed hold only weak pointers to it.
+  ~Session() {
+    if (tcp_.open) --*tcp_.open;
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void start() { read_request(); }
 
@@ -113,7 +141,9 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     parser_.emplace();
     parser_->body_limit(kMaxRequestBody);
     parser_->header_limit(16 * 1024);
-    idle_.expires_after(kIdleTimeout);
+    // Until it has authenticated, a TCP client gets a short deadline: idle connections that never
+    // say who they are must not hold descriptors for a minute each.
+    idle_.expires_after(token_ && !authenticated_ ? tcp_.auth_timeout : kIdleTimeout);
     idle_.async_wait([weak = this->weak_from_this()](boost::system::error_code ec) {
       if (ec) return;
       if (auto self = weak.lock()) self->close();  // a client that sends nothing is dropped
@@ -137,6 +167,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     if (ec) return send(error_response(400, "malformed HTTP request: " + ec.message()), true);
     auto req = parser_->release();
     ++jobs_.http_requests;
+    if (auto bad = transfer_coding_problem(req)) return send(error_response(bad->first, bad->second), true);
     try {
       handle(req);
     } catch (const std::exception& e) {  // whatever one request does, the daemon keeps serving
@@ -181,18 +212,21 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       } else {
         if (token_) {
           auto auth = std::string(req[http::field::authorization]);
-          if (auth.empty())
-            throw ApiError(401,
-                           "this TCP endpoint needs 'Authorization: Bearer <token>' (the token "
-                           "is in the daemon's state directory, file 'token')");
-          if (auth.rfind("Bearer ", 0) != 0 || !constant_time_equal(auth.substr(7), *token_)) {
+          auto presented = bearer_credentials(auth);
+          if (!presented || !constant_time_equal(*presented, *token_)) {
+            keep_alive = false;  // a client that failed to authenticate gets no second try on this connection
+            if (auth.empty())
+              throw ApiError(401,
+                             "this TCP endpoint needs 'Authorization: Bearer <token>' (the token "
+                             "is in the daemon's state directory, file 'token')");
             throw ApiError(401, "invalid bearer token");
           }
+          authenticated_ = true;
         }
         if (route(req, t, res)) return;  // a streamed response took over
       }
     } catch (const ApiError& e) {
-      res = error_response(e.status, e.what(), e.detail);
+      res = error_response(e.status, e.message, e.detail);
     } catch (const std::exception& e) {
       spdlog::error("API: {} {}: {}", std::string(req.method_string()), std::string(req.target()), e.what());
       res = error_response(500, std::string("internal error: ") + e.what());
@@ -435,6 +469,8 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   Socket socket_;
   JobManager& jobs_;
   const std::string* token_;  // non-null: bearer token required (TCP)
+  TcpAdmission tcp_;
+  bool authenticated_ = false;
   asio::steady_timer idle_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -451,7 +487,50 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
 }  // namespace
 
-ApiServer::ApiServer(asio::io_context& io, JobManager& jobs) : io_(io), jobs_(jobs), accept_pause_(io) {}
+ApiServer::ApiServer(asio::io_context& io, JobManager& jobs, ApiLimits limits)
+    : io_(io), jobs_(jobs), limits_(limits), accept_pause_(io) {}
+
+namespace {
+
+// What is at --socket PATH may go only if it is a socket nobody answers on (its daemon is gone).
+// Anything else (a file, a directory, a link, a live daemon's socket) is the user's: refuse it.
+void remove_stale_socket(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // nothing there
+  if (!S_ISSOCK(st.st_mode)) {
+    const char* kind = S_ISREG(st.st_mode)   ? "a regular file"
+                       : S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISLNK(st.st_mode) ? "a symbolic link"
+                                             : "not a socket";
+    throw UsageError(
+        fmt::format("--socket {} is {}: the daemon replaces only a stale socket a stopped daemon "
+                    "left there; move it away or give another --socket",
+                    path.string(), kind));
+  }
+  asio::io_context io;
+  asio::local::stream_protocol::socket probe(io);
+  boost::system::error_code cec;
+  probe.connect(asio::local::stream_protocol::endpoint(path.string()), cec);
+  if (!cec) {
+    ucred peer{};
+    socklen_t len = sizeof(peer);
+    bool known = ::getsockopt(probe.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid > 0;
+    throw UsageError(
+        fmt::format("--socket {}: another daemon{} already listens there; stop it first, or give this "
+                    "one its own --socket and --state-dir",
+                    path.string(), known ? fmt::format(" (pid {})", peer.pid) : ""));
+  }
+  if (cec != asio::error::connection_refused) {
+    throw UsageError(
+        fmt::format("--socket {}: cannot tell whether a daemon still answers on this socket ({}); "
+                    "remove it if it is stale, or give another --socket",
+                    path.string(), cec.message()));
+  }
+  std::error_code ec;
+  fs::remove(path, ec);  // stale: its daemon is gone
+}
+
+}  // namespace
 
 void ApiServer::listen_unix(const fs::path& path) {
   using proto = asio::local::stream_protocol;
@@ -463,18 +542,7 @@ void ApiServer::listen_unix(const fs::path& path) {
   }
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  if (fs::exists(path)) {
-    proto::socket probe(io_);
-    boost::system::error_code cec;
-    probe.connect(proto::endpoint(path.string()), cec);
-    if (!cec) {
-      throw Error(
-          fmt::format("another daemon already listens on {}; stop it first, or give this one --socket "
-                      "and --state-dir of its own",
-                      path.string()));
-    }
-    fs::remove(path, ec);  // stale: its daemon is gone
-  }
+  remove_stale_socket(path);
   auto old = ::umask(0077);  // the socket is born 0600: no window in which others may connect
   unix_.emplace(io_);
   unix_->open();
@@ -524,11 +592,43 @@ void ApiServer::accept_tcp() {
   tcp_->async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket s) {
     if (ec == asio::error::operation_aborted) return;
     if (ec) return accept_later(&ApiServer::accept_tcp);
-    boost::system::error_code nec;
-    s.set_option(asio::ip::tcp::no_delay(true), nec);
-    std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, &token_)->start();
+    if (*tcp_open_ >= limits_.max_tcp_connections) {
+      refuse_tcp(s);
+    } else {
+      tcp_full_logged_ = false;
+      boost::system::error_code nec;
+      s.set_option(asio::ip::tcp::no_delay(true), nec);
+      std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, &token_,
+                                                       TcpAdmission{tcp_open_, limits_.tcp_auth_timeout})
+          ->start();
+    }
     accept_tcp();
   });
+}
+
+// Over the cap: a short 503 written without waiting (a fresh socket's buffer always takes it),
+// then closed, so the descriptor is free again at once.
+void ApiServer::refuse_tcp(asio::ip::tcp::socket& s) {
+  if (!tcp_full_logged_) {
+    spdlog::warn("API: {} TCP connections open (--max-tcp-connections): refusing new ones until some close",
+                 *tcp_open_);
+    tcp_full_logged_ = true;
+  }
+  http::response<http::string_body> res{http::status::service_unavailable, 11};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::server, "ddp-launch");
+  res.set(http::field::retry_after, "1");
+  res.keep_alive(false);
+  res.body() = safe_dump({{"error", fmt::format("too many connections: the daemon serves at most {} TCP clients at "
+                                                "once (--max-tcp-connections); retry later",
+                                                limits_.max_tcp_connections)},
+                          {"status", 503}});
+  res.prepare_payload();
+  boost::system::error_code ec;
+  s.non_blocking(true, ec);
+  http::write(s, res, ec);
+  s.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  s.close(ec);
 }
 
 void ApiServer::stop() {

@@ -11,16 +11,20 @@
 //   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in each rank's output
 //   GET  /metrics                      Prometheus text
 //   GET  /healthz
-// Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving.
+// Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving. TCP clients
+// are admitted by ApiLimits (api_policy.hpp): a cap (503 beyond it) and a deadline for an
+// authenticated request; the unix socket has neither.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "jobs/api_policy.hpp"
 #include "jobs/job_manager.hpp"
 
 namespace ddp::jobs {
@@ -29,7 +33,7 @@ inline constexpr std::size_t kMaxRequestBody = 1 << 20;  // a job file is a few 
 
 class ApiServer {
  public:
-  ApiServer(boost::asio::io_context& io, JobManager& jobs);
+  ApiServer(boost::asio::io_context& io, JobManager& jobs, ApiLimits limits = {});
   void listen_unix(const std::filesystem::path& path);  // creates the socket with mode 0600
   // Returns the bound port (port 0 picks one).
   std::uint16_t listen_tcp(const std::string& host, std::uint16_t port, std::string token);
@@ -39,8 +43,12 @@ class ApiServer {
   void accept_unix();
   void accept_tcp();
   void accept_later(void (ApiServer::*again)());
+  void refuse_tcp(boost::asio::ip::tcp::socket& s);
   boost::asio::io_context& io_;
   JobManager& jobs_;
+  ApiLimits limits_;
+  std::shared_ptr<std::size_t> tcp_open_ = std::make_shared<std::size_t>(0);  // live TCP sessions
+  bool tcp_full_logged_ = false;
   boost::asio::steady_timer accept_pause_;
   std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
   std::optional<boost::asio::ip::tcp::acceptor> tcp_;

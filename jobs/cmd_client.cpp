@@ -23,6 +23,12 @@ fs::path socket_of(const std::string& flag) {
   return flag.empty() ? jobs::default_socket_path(jobs::default_state_dir()) : fs::path(flag);
 }
 
+// A NUL in a message (quoting the user's bytes) as \0: an exception's what() would end there.
+std::string printable(std::string text) {
+  for (auto at = text.find('\0'); at != std::string::npos; at = text.find('\0', at + 2)) text.replace(at, 1, "\\0");
+  return text;
+}
+
 // The reply's JSON, or an Error carrying the daemon's message for a 4xx/5xx.
 json checked(const jobs::ApiReply& r) {
   json body;
@@ -32,7 +38,7 @@ json checked(const jobs::ApiReply& r) {
     throw Error(
         fmt::format("the daemon answered {} with a body that is not JSON: {}", r.status, r.body.substr(0, 200)));
   }
-  if (r.status >= 400) throw Error(body.value("error", fmt::format("HTTP {}", r.status)));
+  if (r.status >= 400) throw Error(printable(body.value("error", fmt::format("HTTP {}", r.status))));
   return body;
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -36,6 +37,8 @@ struct DaemonArgs {
   int slots = 0;
   int gpus = -1;
   double slurm_poll = 2;
+  std::optional<std::size_t> max_tcp_connections;
+  double tcp_auth_timeout = 10;
 };
 
 // The bearer token for TCP clients: made once, kept 0600 in the state directory.
@@ -104,6 +107,14 @@ Command add_daemon_command(CLI::App& app) {
                   "Seconds between two `scontrol -o show job` of each running executor: slurm job")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
+  sub->add_option("--max-tcp-connections", a->max_tcp_connections,
+                  "TCP clients (--listen) served at once; more are answered 503 and closed. The unix socket is "
+                  "never capped (default: half the open-file limit, at most 1024)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  sub->add_option("--tcp-auth-timeout", a->tcp_auth_timeout,
+                  "Seconds a TCP connection may take to send an authenticated request; then it is closed")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
 
   auto run = [a]() -> int {
     fs::path state_dir = a->state_dir.empty() ? jobs::default_state_dir() : fs::path(a->state_dir);
@@ -131,10 +142,15 @@ Command add_daemon_command(CLI::App& app) {
     config.slurm_poll_interval = std::chrono::milliseconds(static_cast<long>(a->slurm_poll * 1000));
 
     std::signal(SIGPIPE, SIG_IGN);
-    proc::raise_open_file_limit();  // one descriptor per client, per followed log, per job
+    // One descriptor per client, per followed log, per job: the soft limit goes up to the hard one,
+    // and TCP clients get a share of it that leaves the unix socket and the jobs theirs.
+    auto open_files = proc::raise_open_file_limit();
+    jobs::ApiLimits limits;
+    limits.max_tcp_connections = jobs::tcp_connection_cap(open_files, a->max_tcp_connections);
+    limits.tcp_auth_timeout = std::chrono::milliseconds(static_cast<long>(a->tcp_auth_timeout * 1000));
     boost::asio::io_context io;
     jobs::JobManager manager(io, config);
-    jobs::ApiServer server(io, manager);
+    jobs::ApiServer server(io, manager, limits);
     manager.recover();
     fs::path socket = a->socket.empty() ? jobs::default_socket_path(state_dir) : fs::path(a->socket);
     server.listen_unix(socket);

@@ -133,6 +133,12 @@ ALTER TABLE jobs ADD COLUMN external_id TEXT NOT NULL DEFAULT '';
 PRAGMA user_version = 3;
 )";
 
+// v4: the final state of a stop in progress (CANCELLING), as data rather than read from its reason.
+const char* kMigrateV4 = R"(
+ALTER TABLE jobs ADD COLUMN cancel_final TEXT NOT NULL DEFAULT '';
+PRAGMA user_version = 4;
+)";
+
 }  // namespace
 
 JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
@@ -158,6 +164,7 @@ JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
   if (version == 0) transaction([&] { exec(kSchemaV1); });
   if (version < 2) transaction([&] { exec(kMigrateV2); });
   if (version < 3) transaction([&] { exec(kMigrateV3); });
+  if (version < 4) transaction([&] { exec(kMigrateV4); });
 }
 
 JobDb::~JobDb() { sqlite3_close(db_); }
@@ -199,7 +206,8 @@ JobId JobDb::insert_job(const JobRecord& r) {
 void JobDb::update_job(const JobRecord& r) {
   Stmt s(db_,
          "UPDATE jobs SET state=?, reason=?, runs=?, restarts=?, started_at=?, finished_at=?, exit_code=?, pid=?, "
-         "pid_start_time=?, run_dir=?, gpus=?, slots=?, events_offset=?, retry_at=?, external_id=? WHERE id=?");
+         "pid_start_time=?, run_dir=?, gpus=?, slots=?, events_offset=?, retry_at=?, external_id=?, cancel_final=? "
+         "WHERE id=?");
   s.bind(1, std::string(state_name(r.state))).bind(2, r.reason).bind(3, r.runs).bind(4, r.restarts);
   s.bind(5, r.started_at).bind(6, r.finished_at);
   if (r.exit_code) {
@@ -209,7 +217,8 @@ void JobDb::update_job(const JobRecord& r) {
   }
   s.bind(8, static_cast<std::int64_t>(r.pid)).bind(9, static_cast<std::int64_t>(r.pid_start_time));
   s.bind(10, r.run_dir).bind(11, join_ints(r.gpus)).bind(12, r.slots).bind(13, r.events_offset);
-  s.bind(14, r.retry_at).bind(15, r.external_id).bind(16, r.id);
+  s.bind(14, r.retry_at).bind(15, r.external_id);
+  s.bind(16, r.cancel_final ? std::string(state_name(*r.cancel_final)) : std::string()).bind(17, r.id);
   s.step();
 }
 
@@ -228,8 +237,8 @@ void JobDb::add_event(JobId id, const EventRow& e) {
 std::vector<JobRecord> JobDb::load_jobs() {
   Stmt s(db_,
          "SELECT id, name, spec_yaml, priority, state, reason, runs, restarts, submitted_at, started_at, "
-         "finished_at, exit_code, pid, pid_start_time, run_dir, gpus, slots, events_offset, retry_at, external_id "
-         "FROM jobs "
+         "finished_at, exit_code, pid, pid_start_time, run_dir, gpus, slots, events_offset, retry_at, external_id, "
+         "cancel_final FROM jobs "
          "ORDER BY id");
   std::vector<JobRecord> out;
   while (s.step()) {
@@ -257,6 +266,12 @@ std::vector<JobRecord> JobDb::load_jobs() {
     r.events_offset = s.i64(17);
     r.retry_at = s.f64(18);
     r.external_id = s.text(19);
+    if (auto final_state = s.text(20); !final_state.empty()) {
+      r.cancel_final = parse_state(final_state);
+      if (!r.cancel_final)
+        throw Error(
+            fmt::format("job database {}: job {} has unknown cancel_final '{}'", path_.string(), r.id, final_state));
+    }
     out.push_back(std::move(r));
   }
   return out;

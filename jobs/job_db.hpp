@@ -20,7 +20,7 @@ struct sqlite3;
 
 namespace ddp::jobs {
 
-inline constexpr int kJobDbSchemaVersion = 3;  // 2: jobs.retry_at; 3: jobs.external_id
+inline constexpr int kJobDbSchemaVersion = 4;  // 2: jobs.retry_at; 3: jobs.external_id; 4: jobs.cancel_final
 
 struct JobRecord {
   JobId id = 0;
@@ -43,6 +43,9 @@ struct JobRecord {
   std::int64_t events_offset = 0;  // bytes of the current run's event file already applied
   double retry_at = 0;             // RESTARTING between runs: when the daemon retries (wall clock); 0: none
   std::string external_id;         // the current run's id in another system (the Slurm job id); "" when none
+  // CANCELLING: the state the stop ends in (CANCELLED for a cancel, FAILED for limits.timeout).
+  // nullopt otherwise, and in rows a daemon before schema 4 wrote (then read from the reason).
+  std::optional<JobState> cancel_final;
 };
 
 struct TransitionRow {

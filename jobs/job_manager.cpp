@@ -213,7 +213,7 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
     json problems = json::array();
     for (const auto& p : e.problems())
       problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
-    throw ApiError(400, e.what(), {{"problems", problems}});
+    throw ApiError(400, e.message(), {{"problems", problems}});
   }
   ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
   if (spec.executor == "local") {
@@ -430,6 +430,8 @@ void JobManager::apply_event(Job& job, const json& ev) {
     job.rec.restarts += 1;
     ++restarts_total_;
     persist(job);
+  } else if (type == "started" && ev.contains("run_dir") && ev["run_dir"].is_string() && !job.rec.run_dir.empty()) {
+    link_run_records(job.rec.run_dir, ev["run_dir"].get<std::string>());
   } else if (type == "finished") {
     job.finished_seen = true;
     if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) job.finished_exit = ev["exit_code"].get<int>();
@@ -553,6 +555,7 @@ void JobManager::arm_retry(Job& job, double delay_s) {
 void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState final_state) {
   job.cancel_requested = true;
   job.cancel_final = final_state;
+  job.rec.cancel_final = final_state;  // persisted with the CANCELLING state below: a restarted daemon ends it so
   job.cancel_reason = reason;
   set_state(job, JobState::Cancelling, reason);
   if (job.submitting) return;  // stopped as soon as it has a handle
@@ -660,7 +663,9 @@ void JobManager::recover() {
     if (job.rec.state == JobState::Cancelling) {
       job.cancel_requested = true;
       job.cancel_reason = job.rec.reason;
-      job.cancel_final = job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed : JobState::Cancelled;
+      // Rows from before schema 4 carry no final state: their timeouts' reasons began "timed out".
+      job.cancel_final = job.rec.cancel_final.value_or(job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed
+                                                                                                 : JobState::Cancelled);
     }
     auto& executor = executor_of(job);
     const bool local = executor.uses_host_resources();
@@ -690,7 +695,7 @@ void JobManager::recover() {
                                       id, job.spec.name));
       }
       if (job.rec.state == JobState::Cancelling) {
-        set_state(job, JobState::Cancelled, job.cancel_reason);
+        set_state(job, job.cancel_final, job.cancel_reason);  // a timeout stays FAILED
         continue;
       }
       if (job.rec.state == JobState::Restarting && job.rec.retry_at > now_seconds()) {

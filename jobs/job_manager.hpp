@@ -30,11 +30,13 @@ struct DaemonConfig {
   std::chrono::milliseconds slurm_poll_interval{2000};  // executor: slurm: scontrol per job this often
 };
 
-// An API-level failure: HTTP status + message (the daemon answers it as JSON).
+// An API-level failure: HTTP status + message (the daemon answers it as JSON). `message` is the
+// whole text: what() is a C string, cut at the first NUL a client's bytes may have put in it.
 struct ApiError : std::runtime_error {
   ApiError(int s, const std::string& m, nlohmann::json d = nullptr)
-      : std::runtime_error(m), status(s), detail(std::move(d)) {}
+      : std::runtime_error(m), status(s), message(m), detail(std::move(d)) {}
   int status;
+  std::string message;
   nlohmann::json detail;
 };
 

@@ -120,9 +120,17 @@ class Reader {
                           });
   }
 
-  std::optional<double> duration(const YAML::Node& n, const std::string& what) {
-    return scalar<double>(n, what, "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds",
-                          [](const std::string& s) { return parse_duration(s); });
+  // A duration inside `range` (the daemon's timers count milliseconds in 64 bits: a bounded value
+  // cannot overflow into "expired at once").
+  std::optional<double> duration(const YAML::Node& n, const std::string& what, DurationRange range) {
+    auto v = scalar<double>(n, what, "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds",
+                            [](const std::string& s) { return parse_duration(s); });
+    if (!v) return std::nullopt;
+    if (auto why = duration_range_problem(*v, range)) {
+      problem(n, fmt::format("{} {}, not '{}'", what, *why, n.Scalar()));
+      return std::nullopt;
+    }
+    return v;
   }
 
   std::optional<std::vector<std::string>> strings(const YAML::Node& n, const std::string& what, const char* example) {
@@ -210,10 +218,64 @@ std::string format_seconds(double s) {
   return fmt::format("{}", s);
 }
 
+// Position (1-based line and column) of byte `offset` of `text`.
+SpecProblem problem_at(std::string_view text, std::size_t offset, std::string message) {
+  auto before = text.substr(0, offset);
+  int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  auto nl = before.rfind('\n');
+  int column = static_cast<int>(nl == std::string_view::npos ? offset + 1 : offset - nl);
+  return {line, column, std::move(message)};
+}
+
+// What yaml-cpp accepts silently: a key given twice (one value would win unseen) and a NUL in a
+// value (it would cut an argv item, a variable or a name short where the job runs).
+void check_keys_and_scalars(const YAML::Node& node, std::vector<SpecProblem>& problems) {
+  auto at = [&](const YAML::Node& n, std::string message) {
+    auto m = n.Mark();
+    problems.push_back({m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, std::move(message)});
+  };
+  if (node.IsScalar() && node.Scalar().find('\0') != std::string::npos) {
+    at(node, "this value holds a NUL character (\\0), which no argument, variable or name can carry");
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) check_keys_and_scalars(item, problems);
+  } else if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      check_keys_and_scalars(it->first, problems);
+      check_keys_and_scalars(it->second, problems);
+      if (!it->first.IsScalar()) continue;
+      auto [first, fresh] = seen.emplace(it->first.Scalar(), it->first.Mark());
+      if (!fresh) {
+        at(it->first, fmt::format("duplicate key '{}' (first given at line {}, column {}); keep one of them",
+                                  it->first.Scalar(), first->second.line + 1, first->second.column + 1));
+      }
+    }
+  }
+}
+
+// `run --global-batch` refuses a batch its ranks cannot split evenly: say so at submit, in the
+// job file's terms, rather than as a run that fails at its start.
+std::optional<std::string> batch_split_problem(const JobSpec& spec) {
+  const auto& d = spec.distributed;
+  long world = static_cast<long>(spec.resources.nodes) * spec.resources.nproc_per_node;
+  if (d.batch_policy != BatchPolicy::GlobalBatch || d.batch_size <= 0 || d.batch_size % world == 0) {
+    return std::nullopt;
+  }
+  long below = d.batch_size / world * world;
+  std::string sizes = below > 0 ? fmt::format("{} or {}", below, below + world) : std::to_string(world);
+  return fmt::format(
+      "distributed.batch_size {} cannot be split evenly across {} ranks (resources.nodes × nproc_per_node): use {}, "
+      "or batch_policy: per_rank_batch to keep each rank's batch",
+      d.batch_size, world, sizes);
+}
+
 }  // namespace
 
 JobSpecError::JobSpecError(std::string file, std::vector<SpecProblem> problems)
-    : UsageError(format_problems(file, problems)), file_(std::move(file)), problems_(std::move(problems)) {}
+    : UsageError(format_problems(file, problems)),
+      message_(format_problems(file, problems)),
+      file_(std::move(file)),
+      problems_(std::move(problems)) {}
 
 std::optional<double> parse_duration(std::string_view text) {
   std::string s(text);
@@ -235,6 +297,21 @@ std::optional<double> parse_duration(std::string_view text) {
   return std::nullopt;
 }
 
+std::string format_duration(double seconds) {
+  for (auto [unit, size] : {std::pair{"d", 86400.0}, {"h", 3600.0}, {"m", 60.0}}) {
+    if (seconds >= size && std::fmod(seconds, size) == 0) return fmt::format("{}{}", seconds / size, unit);
+  }
+  if (seconds > 0 && seconds < 1) return fmt::format("{}ms", seconds * 1000);
+  return fmt::format("{}s", seconds);
+}
+
+std::optional<std::string> duration_range_problem(double seconds, DurationRange range) {
+  if (seconds > range.max_s) return fmt::format("must be at most {}", format_duration(range.max_s));
+  if (seconds < range.min_s) return fmt::format("must be at least {}", format_duration(range.min_s));
+  if (seconds > 0 && seconds < 0.001) return "must be 0 or at least 1ms (the daemon counts milliseconds)";
+  return std::nullopt;
+}
+
 std::vector<std::string> JobSpec::worker_argv() const {
   if (!shell.empty()) return {"/bin/sh", "-c", shell};
   auto argv = command;
@@ -243,6 +320,12 @@ std::vector<std::string> JobSpec::worker_argv() const {
 }
 
 JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
+  // YAML allows no NUL byte, and yaml-cpp would end the document there without a word.
+  if (auto nul = yaml.find('\0'); nul != std::string_view::npos) {
+    throw JobSpecError(file, {problem_at(yaml, nul,
+                                         "a NUL byte: a job file is YAML text (is this a binary file, or "
+                                         "UTF-16? save it as UTF-8)")});
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
@@ -255,6 +338,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
     throw JobSpecError(file,
                        {{1, 1, "a job file is a YAML mapping with at least name: and command: (see jobs/README.md)"}});
   }
+  check_keys_and_scalars(root, r.problems);
   bool has_command = false;
   r.map(
       root, "the job",
@@ -371,7 +455,8 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                         }},
                        {"shutdown_grace",
                         [&](const YAML::Node& v) {
-                          if (auto x = r.duration(v, "distributed.shutdown_grace")) d.shutdown_grace_s = *x;
+                          if (auto x = r.duration(v, "distributed.shutdown_grace", kShutdownGraceRange))
+                            d.shutdown_grace_s = *x;
                         }},
                        {"batch_policy",
                         [&](const YAML::Node& v) {
@@ -416,11 +501,13 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                                 {
                                     {"initial",
                                      [&](const YAML::Node& b) {
-                                       if (auto x = r.duration(b, "restart.backoff.initial")) rs.backoff_initial_s = *x;
+                                       if (auto x = r.duration(b, "restart.backoff.initial", kBackoffRange))
+                                         rs.backoff_initial_s = *x;
                                      }},
                                     {"max",
                                      [&](const YAML::Node& b) {
-                                       if (auto x = r.duration(b, "restart.backoff.max")) rs.backoff_max_s = *x;
+                                       if (auto x = r.duration(b, "restart.backoff.max", kBackoffRange))
+                                         rs.backoff_max_s = *x;
                                      }},
                                     {"factor",
                                      [&](const YAML::Node& b) {
@@ -472,13 +559,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                    {
                        {"timeout",
                         [&](const YAML::Node& v) {
-                          if (auto x = r.duration(v, "limits.timeout")) {
-                            if (*x <= 0) {
-                              r.problem(v, "limits.timeout must be more than 0");
-                            } else {
-                              spec.timeout_s = *x;
-                            }
-                          }
+                          if (auto x = r.duration(v, "limits.timeout", kTimeoutRange)) spec.timeout_s = *x;
                         }},
                    });
            }},
@@ -529,13 +610,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                        {"qos", [&](const YAML::Node& v) { name_field(v, "slurm.qos", sl.qos); }},
                        {"time_limit",
                         [&](const YAML::Node& v) {
-                          if (auto x = r.duration(v, "slurm.time_limit")) {
-                            if (*x < 1) {
-                              r.problem(v, "slurm.time_limit must be at least 1s (Slurm counts whole seconds)");
-                            } else {
-                              sl.time_limit_s = *x;
-                            }
-                          }
+                          if (auto x = r.duration(v, "slurm.time_limit", kSlurmTimeLimitRange)) sl.time_limit_s = *x;
                         }},
                        {"sbatch_args",
                         [&](const YAML::Node& v) {
@@ -602,6 +677,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
     }
     if (root["slurm"]) r.problem(root["slurm"], "slurm: applies to executor: slurm only; add executor: slurm");
   }
+  if (auto why = batch_split_problem(spec)) r.problem(root["distributed"]["batch_size"], *why);
   if (spec.restart.backoff_max_s < spec.restart.backoff_initial_s && root["restart"]) {
     r.problem(root["restart"], "restart.backoff.max must be at least restart.backoff.initial");
   }
@@ -617,15 +693,23 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
 namespace {
 
 // The `ddp-launch run` options every executor passes: the ranks, restarts, store and backend.
+// The batch policy is `run`'s own (--global-batch / --per-rank-batch): the ranks see the same
+// DDP_GLOBAL_BATCH, DDP_PER_RANK_BATCH and DDP_LR_SCALE as under `ddp-launch run`.
 std::vector<std::string> group_options(const JobSpec& spec) {
   const auto& d = spec.distributed;
-  return {
+  std::vector<std::string> out = {
       "--nproc-per-node", std::to_string(spec.resources.nproc_per_node),
       "--max-restarts",   std::to_string(d.max_restarts),
       "--shutdown-grace", format_seconds(d.shutdown_grace_s),
       "--store",          d.store,
       "--backend",        d.backend,
   };
+  if (d.batch_policy == BatchPolicy::GlobalBatch)
+    out.insert(out.end(), {"--global-batch", std::to_string(d.batch_size)});
+  if (d.batch_policy == BatchPolicy::PerRankBatch) {
+    out.insert(out.end(), {"--per-rank-batch", std::to_string(d.batch_size)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -644,9 +728,11 @@ std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& c
                               "3",
                               "--events",
                               ctx.events_path.string(),
-                              // No "--": `run` takes everything from the first positional on as the worker's argv.
-                              "--no-python",
                           });
+  // The supervisor records them in its run directory's metrics.csv (`ddp-launch report`).
+  for (const auto& [name, regex] : spec.metrics) argv.insert(argv.end(), {"--metric", name + "=" + regex});
+  // No "--": `run` takes everything from the first positional on as the worker's argv.
+  argv.push_back("--no-python");
   auto worker = spec.worker_argv();
   argv.insert(argv.end(), worker.begin(), worker.end());
   return argv;
@@ -693,11 +779,6 @@ std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchC
   // Always set: a job without GPUs must not see (and grab) the host's.
   env[std::string(env::kCudaVisibleDevices)] = gpus;
   if (!ctx.gpu_indices.empty()) env[std::string(env::kCudaDeviceOrder)] = "PCI_BUS_ID";  // NVML's numbering
-  if (spec.distributed.batch_policy == BatchPolicy::GlobalBatch) {
-    env[std::string(env::kGlobalBatch)] = std::to_string(spec.distributed.batch_size);
-  } else if (spec.distributed.batch_policy == BatchPolicy::PerRankBatch) {
-    env[std::string(env::kPerRankBatch)] = std::to_string(spec.distributed.batch_size);
-  }
   env[std::string(env::kJobId)] = ctx.job_id;
   return env;
 }

@@ -1,6 +1,7 @@
 #include "jobs/run_logs.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace ddp::jobs {
 
@@ -48,6 +49,23 @@ std::optional<fs::path> rank_log_path(const fs::path& run_dir, const std::string
   std::error_code ec;
   if (!fs::exists(p, ec)) return std::nullopt;
   return p;
+}
+
+bool link_run_records(const fs::path& run_dir, const fs::path& supervisor_run_dir) {
+  bool ok = true;
+  for (const char* name : {"metrics.csv", "run.json"}) {
+    auto link = run_dir / name;
+    auto target = (supervisor_run_dir / name).lexically_relative(run_dir);
+    if (target.empty()) target = supervisor_run_dir / name;  // not below the run: an absolute link
+    std::error_code ec;
+    fs::remove(link, ec);
+    fs::create_symlink(target, link, ec);
+    if (ec) {
+      spdlog::warn("cannot link {} to {}: {}", link.string(), target.string(), ec.message());
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 }  // namespace ddp::jobs

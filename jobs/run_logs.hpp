@@ -3,6 +3,7 @@
 // `--log-dir <run>/logs`, which holds torchrun's layout:
 //   <run>/logs/<run_id>_<random>/attempt_<k>/<local_rank>/{stdout,stderr}.log
 //   <run>/logs/<run_id>_<random>/processes.json      (while the supervisor lives)
+//   <run>/logs/<run_id>_<random>/{metrics.csv,run.json}  (linked from <run>/)
 // and <run>/supervisor.log, the supervisor's own output.
 #include <filesystem>
 #include <optional>
@@ -20,5 +21,10 @@ std::optional<std::filesystem::path> latest_attempt_dir(const std::filesystem::p
 // while it does not exist.
 std::optional<std::filesystem::path> rank_log_path(const std::filesystem::path& run_dir, const std::string& rank,
                                                    const std::string& stream);
+
+// Links <run>/metrics.csv and <run>/run.json to the supervisor's own (in its directory under
+// <run>/logs, named by its `started` event), so that `ddp-launch report <run>` charts the job.
+// Relative links: they hold when the state directory moves. False (logged) when one cannot be made.
+bool link_run_records(const std::filesystem::path& run_dir, const std::filesystem::path& supervisor_run_dir);
 
 }  // namespace ddp::jobs

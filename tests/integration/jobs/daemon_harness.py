@@ -28,8 +28,10 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 class Daemon:
     """`ddp-launch daemon` with its own state dir and socket; restartable on the same state."""
 
-    def __init__(self, *extra, state_dir=None, env=None):
+    def __init__(self, *extra, state_dir=None, env=None, preexec_fn=None):
+        """preexec_fn: run in the daemon's process before exec (e.g. a lowered RLIMIT_NOFILE)."""
         self.own_dir = state_dir is None
+        self.preexec_fn = preexec_fn
         self.dir = state_dir or tempfile.mkdtemp(prefix="ddp-daemon-test-")
         self.state = os.path.join(self.dir, "state")
         self.socket = os.path.join(self.dir, "d.sock")
@@ -42,7 +44,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [DDP_LAUNCH, "daemon", "--state-dir", self.state, "--socket", self.socket, *self.extra],
             stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "daemon.log"), "a"), text=True,
-            env={**os.environ, **(env or {})})
+            env={**os.environ, **(env or {})}, preexec_fn=self.preexec_fn)
         self.out = LineReader(self.proc.stdout)
         self.ready_line = self.out.wait_for("listening unix=", timeout, "the daemon ready line")
 

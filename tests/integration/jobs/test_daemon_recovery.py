@@ -183,6 +183,31 @@ def test_supervisor_that_ended_before_its_pid_was_committed_gives_its_outcome():
         d.cleanup()
 
 
+def test_timed_out_job_whose_supervisor_ends_while_the_daemon_is_down_stays_failed():
+    # The daemon is killed while a timeout stops the job (CANCELLING: its rank ignores SIGTERM for
+    # the grace period); the supervisor ends meanwhile. After the restart the stored final state
+    # (jobs.cancel_final, no longer the reason's wording) ends it FAILED, not CANCELLED.
+    d = Daemon("--slots", "1")
+    try:
+        gate = os.path.join(d.dir, "gate")
+        job = d.submit(f"name: times-out\nshell: 'trap \"\" TERM; while [ ! -e {gate} ]; do sleep 0.1; done'\n"
+                       "limits: {timeout: 1s}\ndistributed: {shutdown_grace: 120s}\n")
+        j = d.wait_state(job, "CANCELLING", 60, "(stopped by limits.timeout)")
+        check(j["reason"].startswith("timed out after 1s"), f"{j}")
+        d.kill9()
+        open(gate, "w").close()
+        deadline = time.monotonic() + 60
+        while alive(j["pid"]):
+            check(time.monotonic() < deadline, "the supervisor did not end once its rank could exit")
+            time.sleep(0.2)
+        d.start()
+        j = d.wait_state(job, ["FAILED", "CANCELLED"], 30)
+        check(j["state"] == "FAILED" and j["reason"].startswith("timed out after 1s"),
+              f"a timeout stays FAILED across the restart: {j}")
+    finally:
+        d.cleanup()
+
+
 def test_second_daemon_on_same_state_dir_is_refused():
     d = Daemon("--slots", "1")
     try:
@@ -196,5 +221,6 @@ def test_second_daemon_on_same_state_dir_is_refused():
 
 if __name__ == "__main__":
     run_tests([test_second_daemon_on_same_state_dir_is_refused, test_retry_backoff_survives_a_daemon_restart,
+               test_timed_out_job_whose_supervisor_ends_while_the_daemon_is_down_stays_failed,
                test_supervisor_that_ended_before_its_pid_was_committed_gives_its_outcome,
                test_supervisor_started_before_its_pid_was_committed_is_readopted, test_kill9_restart_loses_nothing])

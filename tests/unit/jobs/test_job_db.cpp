@@ -137,11 +137,13 @@ TEST_CASE("a version 2 database (before executor: slurm) gains external_id and k
   }
   sqlite3* raw = nullptr;
   sqlite3_open(file.c_str(), &raw);
-  REQUIRE(sqlite3_exec(raw, "ALTER TABLE jobs DROP COLUMN external_id; PRAGMA user_version = 2", nullptr, nullptr,
-                       nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw,
+                       "ALTER TABLE jobs DROP COLUMN cancel_final; ALTER TABLE jobs DROP COLUMN external_id; "
+                       "PRAGMA user_version = 2",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(raw);
   JobDb db(file);
-  CHECK(db.schema_version() == 3);
+  CHECK(db.schema_version() == kJobDbSchemaVersion);
   auto jobs = db.load_jobs();
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0].name == "old");
@@ -149,4 +151,37 @@ TEST_CASE("a version 2 database (before executor: slurm) gains external_id and k
   jobs[0].external_id = "12";
   db.update_job(jobs[0]);
   CHECK(db.load_jobs().at(0).external_id == "12");
+}
+
+TEST_CASE("a stop's final state is stored as data; a version 3 database gains it, empty") {
+  TempDir dir;
+  auto file = dir.path / "jobs.db";
+  {
+    JobDb db(file);
+    JobRecord r;
+    r.name = "timed";
+    r.spec_yaml = "x";
+    r.id = db.insert_job(r);
+    r.state = JobState::Cancelling;
+    r.reason = "cancelled by the user";  // the reason no longer decides: the column does
+    r.cancel_final = JobState::Failed;
+    db.update_job(r);
+    auto back = db.load_jobs().at(0);
+    REQUIRE(back.cancel_final);
+    CHECK(*back.cancel_final == JobState::Failed);
+  }
+  sqlite3* raw = nullptr;
+  sqlite3_open(file.c_str(), &raw);
+  REQUIRE(sqlite3_exec(raw, "ALTER TABLE jobs DROP COLUMN cancel_final; PRAGMA user_version = 3", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  JobDb db(file);
+  CHECK(db.schema_version() == 4);
+  auto jobs = db.load_jobs();
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].state == JobState::Cancelling);
+  CHECK_FALSE(jobs[0].cancel_final);  // the daemon falls back to the reason for such rows
+  jobs[0].cancel_final = JobState::Cancelled;
+  db.update_job(jobs[0]);
+  CHECK(*db.load_jobs().at(0).cancel_final == JobState::Cancelled);
 }

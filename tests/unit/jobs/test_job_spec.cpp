@@ -153,6 +153,68 @@ TEST_CASE("bad regexes and executors") {
   CHECK(error_of("name: a\ncommand: [x]\nexecutor: slurm\n").empty());
 }
 
+TEST_CASE("every duration is range-checked: no overflow into 'expired at once', no 1e-12") {
+  check_problems({
+      {"limits: {timeout: 10000000000}\n", "job.yaml:3:19: limits.timeout must be at most 365d, not '10000000000'"},
+      {"limits: {timeout: 9.3e9s}\n", "limits.timeout must be at most 365d"},
+      {"limits: {timeout: 1e-12}\n", "limits.timeout must be at least 1ms, not '1e-12'"},
+      {"limits: {timeout: 0}\n", "limits.timeout must be at least 1ms"},
+      {"limits: {timeout: 1e400}\n", "limits.timeout must be a duration"},
+      {"distributed: {shutdown_grace: 1e-12}\n", "distributed.shutdown_grace must be 0 or at least 1ms"},
+      {"distributed: {shutdown_grace: 2d}\n", "distributed.shutdown_grace must be at most 1d"},
+      {"restart: {backoff: {initial: 1e-9}}\n", "restart.backoff.initial must be 0 or at least 1ms"},
+      {"restart: {backoff: {initial: 1s, max: 1e12}}\n", "restart.backoff.max must be at most 30d"},
+  });
+  CHECK(contains(error_of("name: a\ncommand: [x]\nexecutor: slurm\nslurm: {time_limit: 10000000000d}\n"),
+                 "slurm.time_limit must be at most 365d"));
+  auto s = parse_job_spec("name: a\ncommand: [x]\nlimits: {timeout: 365d}\ndistributed: {shutdown_grace: 0}\n", "j");
+  CHECK(*s.timeout_s == 365 * 86400.0);
+  CHECK(s.distributed.shutdown_grace_s == 0);
+  CHECK(*parse_job_spec("name: a\ncommand: [x]\nlimits: {timeout: 1ms}\n", "j").timeout_s == 0.001);
+  CHECK(format_duration(0.25) == "250ms");
+  CHECK(format_duration(90) == "90s");
+  CHECK(format_duration(7200) == "2h");
+}
+
+TEST_CASE("a key given twice is an error at the second one, naming the first") {
+  check_problems({
+      {"priority: 1\npriority: 2\n", "job.yaml:4:1: duplicate key 'priority' (first given at line 3, column 1)"},
+      {"env: {A: x, A: y}\n", "job.yaml:3:13: duplicate key 'A'"},
+      {"resources:\n  nproc_per_node: 1\n  nproc_per_node: 4\n", "job.yaml:5:3: duplicate key 'nproc_per_node'"},
+  });
+  CHECK(contains(error_of("name: a\ncommand: [x]\nname: b\n"), "job.yaml:3:1: duplicate key 'name'"));
+}
+
+TEST_CASE("a NUL byte is an error, never a value cut short or a document ended early") {
+  // Raw NUL: yaml-cpp would stop reading there and ignore the rest.
+  CHECK(contains(error_of(std::string("name: a\ncommand: [x]\npriority: 1") + '\0' + "\nlimits: {timeout: x}\n"),
+                 "job.yaml:3:12: a NUL byte"));
+  // An escaped one would cut the argv item or variable where the job runs.
+  check_problems({
+      {"args: [\"a\\0b\"]\n", "job.yaml:3:8: this value holds a NUL character"},
+      {"env: {A: \"x\\0y\"}\n", "job.yaml:3:10: this value holds a NUL character"},
+  });
+}
+
+TEST_CASE("the whole message survives a NUL in a value (what() is a C string)") {
+  try {
+    parse_job_spec("name: a\ncommand: [x]\npriority: \"1\\0\"\nlimits: {timeout: soon}\n", "job.yaml");
+    FAIL("a NUL in priority was accepted");
+  } catch (const JobSpecError& e) {
+    CHECK(contains(e.message(), std::string("not '1\0'", 8)));
+    CHECK(contains(e.message(), "job.yaml:4:19: limits.timeout"));  // the problems after it too
+  }
+}
+
+TEST_CASE("a global batch the job's ranks cannot split is refused at submit") {
+  CHECK(contains(error_of("name: a\ncommand: [x]\nresources: {nproc_per_node: 3}\n"
+                          "distributed: {batch_policy: global_batch, batch_size: 256}\n"),
+                 "distributed.batch_size 256 cannot be split evenly across 3 ranks"));
+  CHECK(error_of("name: a\ncommand: [x]\nresources: {nproc_per_node: 4}\n"
+                 "distributed: {batch_policy: global_batch, batch_size: 256}\n")
+            .empty());
+}
+
 TEST_CASE("durations") {
   CHECK(*parse_duration("30") == 30);
   CHECK(*parse_duration("250ms") == doctest::Approx(0.25));
@@ -170,6 +232,7 @@ args: [--lr, '0.1']
 env: {A: b}
 resources: {nproc_per_node: 2, gpus_per_node: 2}
 distributed: {max_restarts: 1, shutdown_grace: 2.5s, store: rank0, batch_policy: per_rank_batch, batch_size: 32}
+metrics: {loss: 'loss=([0-9.]+)', acc: 'acc ([0-9.]+)'}
 )",
                           "job.yaml");
   LaunchContext ctx{"/bin/ddp-launch", "17", "/state/jobs/17/run-0/logs", "/state/jobs/17/run-0/events.jsonl", {2, 3}};
@@ -188,6 +251,8 @@ distributed: {max_restarts: 1, shutdown_grace: 2.5s, store: rank0, batch_policy:
                                        "rank0",
                                        "--backend",
                                        "gloo",
+                                       "--per-rank-batch",
+                                       "32",
                                        "--rdzv-id",
                                        "job-17",
                                        "--log-dir",
@@ -196,6 +261,10 @@ distributed: {max_restarts: 1, shutdown_grace: 2.5s, store: rank0, batch_policy:
                                        "3",
                                        "--events",
                                        "/state/jobs/17/run-0/events.jsonl",
+                                       "--metric",
+                                       "acc=acc ([0-9.]+)",
+                                       "--metric",
+                                       "loss=loss=([0-9.]+)",
                                        "--no-python",
                                        "/usr/bin/python3",
                                        "train.py",
@@ -205,7 +274,9 @@ distributed: {max_restarts: 1, shutdown_grace: 2.5s, store: rank0, batch_policy:
   auto env = launch_env(s, ctx);
   CHECK(env.at("CUDA_VISIBLE_DEVICES") == "2,3");
   CHECK(env.at("CUDA_DEVICE_ORDER") == "PCI_BUS_ID");
-  CHECK(env.at("DDP_PER_RANK_BATCH") == "32");
+  // The batch is `run`'s flag (one code path: DDP_GLOBAL_BATCH, DDP_PER_RANK_BATCH, DDP_LR_SCALE), not a variable.
+  CHECK_FALSE(env.count("DDP_PER_RANK_BATCH"));
+  CHECK_FALSE(env.count("DDP_GLOBAL_BATCH"));
   CHECK(env.at("A") == "b");
   CHECK(env.at("PYTHONUNBUFFERED") == "1");
   CHECK(env.at("DDP_JOB_ID") == "17");
