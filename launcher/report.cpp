@@ -49,6 +49,24 @@ std::string opt(const std::optional<double>& v, const char* format = "{:.4g}") {
   return v ? fmt::format(fmt::runtime(format), *v) : "-";
 }
 
+// Each rank's throughput is the mean of its latest attempt's reports, without the first (warm-up)
+// one; the run's is their sum. nullopt when no rank reported any.
+std::optional<double> total_throughput(const std::map<std::pair<int, int>, std::vector<double>>& throughput) {
+  std::map<int, std::pair<int, double>> per_rank;  // rank → (attempt, mean)
+  for (const auto& [key, values] : throughput) {
+    auto first = values.size() > 1 ? values.begin() + 1 : values.begin();
+    double mean = 0;
+    for (auto it = first; it != values.end(); ++it) mean += *it;
+    mean /= static_cast<double>(values.end() - first);
+    auto& slot = per_rank[key.first];
+    if (key.second >= slot.first) slot = {key.second, mean};
+  }
+  if (per_rank.empty()) return std::nullopt;
+  double total = 0;
+  for (const auto& [rank, v] : per_rank) total += v.second;
+  return total;
+}
+
 }  // namespace
 
 RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, std::string label,
@@ -109,20 +127,7 @@ RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, s
     r.first_value = r.curve.front().second;
     r.last_value = r.curve.back().second;
   }
-  // Each rank's throughput: the mean of its latest attempt, without the first (warm-up) report.
-  std::map<int, std::pair<int, double>> per_rank;  // rank → (attempt, mean)
-  for (const auto& [key, values] : throughput) {
-    auto first = values.size() > 1 ? values.begin() + 1 : values.begin();
-    double mean = 0;
-    for (auto it = first; it != values.end(); ++it) mean += *it;
-    mean /= static_cast<double>(values.end() - first);
-    auto& slot = per_rank[key.first];
-    if (key.second >= slot.first) slot = {key.second, mean};
-  }
-  if (!per_rank.empty()) {
-    r.samples_per_s = 0;
-    for (const auto& [rank, v] : per_rank) *r.samples_per_s += v.second;
-  }
+  r.samples_per_s = total_throughput(throughput);
   r.world_size = static_cast<int>(ranks.size());
   r.attempts = max_attempt + 1;
   if (run_info.is_object()) {
