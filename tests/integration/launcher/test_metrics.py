@@ -124,6 +124,22 @@ def test_metric_lines_and_patterns_to_csv_and_report():
         rep = subprocess.run([DDP_LAUNCH, "report", d], capture_output=True, text=True, timeout=30)
         check(rep.returncode == 2 and "has no metrics.csv" in rep.stderr, f"report of a non-run: {rep.stderr}")
 
+        # --log-y and --x time from the command line: the axis labels say so, a log chart of a
+        # non-positive value is refused naming the flag, and an unknown --x is a usage error.
+        rep = subprocess.run([DDP_LAUNCH, "report", a, "--out", out, "--log-y", "--x", "time"], capture_output=True,
+                             text=True, timeout=30)
+        check(rep.returncode == 0, f"report --log-y --x time: exit {rep.returncode}: {rep.stderr}")
+        labels = {t.get("class"): t.text for t in ET.parse(out).getroot().iter(SVG + "text") if t.get("class")}
+        check(labels.get("xlabel", "").startswith("wall-clock time") and labels.get("ylabel") == "loss (log scale)",
+              f"axis labels: {labels}")
+        with open(os.path.join(b, "metrics.csv"), "a") as f:
+            f.write("9.0,0,0,9,loss,0\n")
+        rep = subprocess.run([DDP_LAUNCH, "report", b, "--out", out, "--log-y"], capture_output=True, text=True,
+                             timeout=30)
+        check(rep.returncode == 2 and "--log-y" in rep.stderr and "step 9" in rep.stderr, f"log of 0: {rep.stderr}")
+        rep = subprocess.run([DDP_LAUNCH, "report", a, "--x", "epoch"], capture_output=True, text=True, timeout=30)
+        check(rep.returncode == 2 and "--x" in rep.stderr, f"--x epoch: exit {rep.returncode} {rep.stderr}")
+
 
 def test_report_png_through_rsvg_convert():
     check(shutil.which("rsvg-convert"), "rsvg-convert is not installed: run packaging/install-deps.sh (librsvg2-bin)")
