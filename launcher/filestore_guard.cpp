@@ -36,9 +36,15 @@ void check_one(const NamedFileStore& named, const store::CleanOptions& options) 
                    path, named.where, reasons_of(r), path);
       return;
     case CleanOutcome::Refused:
-      throw Error(fmt::format("the worker's {} names {} as its FileStore (file://), but {}: torch would fail on it; "
-                              "give the worker another path",
-                              named.where, path, r.problem));
+      // Not a FileStore (a directory, other content, an empty file): a file:// URL in a worker's
+      // arguments may name anything (a data set), so it is not ours to judge. An empty file is
+      // harmless to torch, which starts a FileStore on it as on a new one.
+      if (!r.empty_unproven) {
+        spdlog::warn("the worker's {} names {}, which is not a c10d FileStore ({}): left alone; if it is meant as "
+                     "the init_method, torch will fail on it",
+                     named.where, path, r.problem);
+      }
+      return;
     case CleanOutcome::Kept: break;
   }
   if (!r.problem.empty()) {
@@ -57,7 +63,6 @@ void guard_user_filestores(const SupervisorConfig& config) {
   const auto named = filestores_named_by(config.worker_argv, config.base_env, config.store_mode == StoreMode::File);
   if (named.empty()) return;
   store::CleanOptions options;
-  options.empty_is_filestore = true;  // the worker's own init_method names it: that is the evidence
   options.dry_run = config.plan.nnodes > 1 || config.dynamic.has_value();
   for (const auto& n : named) check_one(n, options);
 }

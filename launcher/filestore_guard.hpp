@@ -4,7 +4,8 @@
 // "Connection refused", when a killed earlier run left that file behind. Before the launch, the
 // supervisor checks every such path the way `--store file` checks its own: a provably stale file
 // is removed (and said so), one in use or undecidable stops the launch with an error naming
-// `ddp-launch clean PATH`.
+// `ddp-launch clean PATH`. A path that is not a FileStore (a data set's URL, a directory, an empty
+// file, which torch starts on as on a new one) is left alone.
 #include <string>
 #include <vector>
 
@@ -27,8 +28,8 @@ std::vector<NamedFileStore> filestores_named_by(const std::vector<std::string>& 
                                                 bool run_sets_filestore_var);
 
 // The I/O shell, called once before the launch (from `run`). One node: removes stale files and
-// logs what it removed; throws ddp::Error for a file in use, torn with a stuck reader, not a
-// FileStore, or not removable. Several nodes (the file is on a shared filesystem where other
+// logs what it removed; throws ddp::Error for a FileStore in use, torn with a stuck reader, or not
+// removable; warns about a non-empty file that is not a FileStore. Several nodes (the file is on a shared filesystem where other
 // nodes' users are invisible): never removes, only warns when the file looks stale.
 void guard_user_filestores(const SupervisorConfig& config);
 

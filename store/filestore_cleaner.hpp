@@ -32,7 +32,7 @@ struct CleanOptions {
   std::vector<pid_t> ignore_pids;
   // An empty file is no evidence of a FileStore (torch writes its first record as soon as it opens
   // one; anything else may leave an empty file). Only a caller that knows the path was a FileStore's
-  // (`run --store file`, a worker's file:// init_method, `clean --force`) lets one be removed.
+  // (`run --store file`, `clean --force`) lets one be removed.
   bool empty_is_filestore = false;
 };
 

@@ -2,7 +2,7 @@
 init_method="file://PATH" (its own argument, not --store file) is SIGKILLed, leaving the FileStore
 behind; the same command run again succeeds, because run finds the stale file before the launch,
 removes it and says so. A file that a live process still uses stops the launch with an error naming
-`ddp-launch clean PATH`; a file that is not a FileStore is never touched."""
+`ddp-launch clean PATH`; a file that is not a FileStore is never touched, nor does it stop the launch."""
 import os
 import re
 import signal
@@ -82,23 +82,24 @@ def test_file_in_use_stops_the_launch_naming_clean():
         check(os.path.exists(path), "run removed a FileStore a live process uses")
 
 
-def test_empty_file_named_by_init_method_is_removed_a_foreign_file_never():
+def test_files_that_are_not_filestores_are_left_alone():
+    """A file:// URL may name anything (a data set): an empty file (harmless: torch starts a FileStore on
+    it as on a new one), other content and a directory are not touched, and the launch goes on."""
     with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
-        empty, foreign = os.path.join(tmp, "empty"), os.path.join(tmp, "notes.txt")
+        empty, foreign = os.path.join(tmp, "empty"), os.path.join(tmp, "data.tar")
         write_file(empty, b"")
-        write_file(foreign, b"my notes, not a FileStore\n")
-        r = subprocess.run([DDP_LAUNCH, "run", "--no-python", "/bin/echo", f"file://{empty}"],
-                           capture_output=True, text=True, timeout=60)
-        check(r.returncode == 0 and not os.path.exists(empty), f"rc={r.returncode}\n{r.stderr}")
-        check("removed it before the launch" in r.stderr, r.stderr)
-        r = subprocess.run([DDP_LAUNCH, "run", "--no-python", "/bin/echo", f"--dist-url=file://{foreign}"],
-                           capture_output=True, text=True, timeout=60)
-        check(r.returncode == 1, f"rc={r.returncode}\n{r.stderr}")
-        check("not a c10d FileStore" in r.stderr and "give the worker another path" in r.stderr, r.stderr)
+        write_file(foreign, b"my data, not a FileStore\n")
+        r = subprocess.run([DDP_LAUNCH, "run", "--no-python", "/bin/echo", f"file://{empty}", f"--data=file://{foreign}",
+                            f"file://{tmp}"], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"rc={r.returncode}\n{r.stderr}")
+        check(os.path.exists(empty) and os.path.isdir(tmp), "run removed an empty file or a directory")
         with open(foreign, "rb") as f:
-            check(f.read() == b"my notes, not a FileStore\n", "run changed a file that is not a FileStore")
+            check(f.read() == b"my data, not a FileStore\n", "run changed a file that is not a FileStore")
+        check(f"names {foreign}, which is not a c10d FileStore" in r.stderr and "left alone" in r.stderr,
+              f"no warning about the foreign file:\n{r.stderr}")
+        check("removed it before the launch" not in r.stderr, r.stderr)
 
 
 if __name__ == "__main__":
     run_tests([test_killed_file_init_run_then_same_command_succeeds, test_file_in_use_stops_the_launch_naming_clean,
-               test_empty_file_named_by_init_method_is_removed_a_foreign_file_never])
+               test_files_that_are_not_filestores_are_left_alone])
