@@ -12,8 +12,9 @@ namespace ddp::cli {
 
 Command add_env_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
-      "env", "Print the environment one rank needs for init_process_group(init_method=\"env://\") against a "
-             "running `ddp-launch store` (shell exports)");
+      "env",
+      "Print the environment one rank needs for init_process_group(init_method=\"env://\") against a "
+      "running `ddp-launch store` (shell exports)");
   struct Args {
     std::string store;
     launcher::EnvExportsInput in;

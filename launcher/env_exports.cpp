@@ -15,8 +15,8 @@ namespace {
 std::string sh_quote(const std::string& v) {
   bool plain = !v.empty();
   for (char c : v) {
-    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == ':' ||
-                      c == '/');
+    plain = plain &&
+            (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == ':' || c == '/');
   }
   if (plain) return v;
   std::string out = "'";
@@ -27,13 +27,16 @@ std::string sh_quote(const std::string& v) {
 }  // namespace
 
 std::vector<EnvExport> env_exports(const EnvExportsInput& in) {
-  if (in.master_addr.empty()) throw UsageError("--store HOST:PORT: no host; give the store's address, e.g. 127.0.0.1:29500");
+  if (in.master_addr.empty())
+    throw UsageError("--store HOST:PORT: no host; give the store's address, e.g. 127.0.0.1:29500");
   if (in.master_port == 0) {
     throw UsageError("--store HOST:PORT: give the port the store listens on (`ddp-launch store --port 0` prints it)");
   }
-  if (in.world_size < 1) throw UsageError(fmt::format("--world-size {} is not a positive number of ranks", in.world_size));
+  if (in.world_size < 1)
+    throw UsageError(fmt::format("--world-size {} is not a positive number of ranks", in.world_size));
   if (in.rank < 0 || in.rank >= in.world_size) {
-    throw UsageError(fmt::format("--rank {} is outside 0..{} (--world-size {})", in.rank, in.world_size - 1, in.world_size));
+    throw UsageError(
+        fmt::format("--rank {} is outside 0..{} (--world-size {})", in.rank, in.world_size - 1, in.world_size));
   }
   const int local_world = in.local_world_size < 0 ? in.world_size : in.local_world_size;
   const int local_rank = in.local_rank < 0 ? in.rank : in.local_rank;
@@ -41,9 +44,10 @@ std::vector<EnvExport> env_exports(const EnvExportsInput& in) {
     throw UsageError(fmt::format("--local-world-size {} is outside 1..{} (--world-size)", local_world, in.world_size));
   }
   if (local_rank >= local_world) {
-    throw UsageError(fmt::format("--local-rank {} is outside 0..{}: give --local-rank (and --local-world-size "
-                                 "for several nodes)",
-                                 local_rank, local_world - 1));
+    throw UsageError(
+        fmt::format("--local-rank {} is outside 0..{}: give --local-rank (and --local-world-size "
+                    "for several nodes)",
+                    local_rank, local_world - 1));
   }
   if (in.restart_count < 0) throw UsageError(fmt::format("--restart-count {} is negative", in.restart_count));
   auto s = [](std::string_view v) { return std::string(v); };
@@ -63,9 +67,10 @@ std::vector<EnvExport> env_exports(const EnvExportsInput& in) {
 
 void set_store_address(EnvExportsInput& in, std::string_view address) {
   auto bad = [&](std::string_view why) {
-    return UsageError(fmt::format("--store '{}': {}; give HOST:PORT, e.g. 127.0.0.1:29500 (the port `ddp-launch "
-                                  "store` printed)",
-                                  address, why));
+    return UsageError(
+        fmt::format("--store '{}': {}; give HOST:PORT, e.g. 127.0.0.1:29500 (the port `ddp-launch "
+                    "store` printed)",
+                    address, why));
   };
   auto colon = address.rfind(':');
   if (colon == std::string_view::npos) throw bad("no port");

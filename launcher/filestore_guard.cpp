@@ -25,24 +25,27 @@ void check_one(const NamedFileStore& named, const store::CleanOptions& options) 
   switch (r.outcome) {
     case CleanOutcome::Absent: return;
     case CleanOutcome::Removed:
-      spdlog::info("FileStore {} (named by the worker's {}) was left behind by a killed run: removed it before the "
-                   "launch, so the workers start on a fresh file ({})",
-                   path, named.where, reasons_of(r));
+      spdlog::info(
+          "FileStore {} (named by the worker's {}) was left behind by a killed run: removed it before the "
+          "launch, so the workers start on a fresh file ({})",
+          path, named.where, reasons_of(r));
       return;
     case CleanOutcome::WouldRemove:  // dry run = several nodes: other nodes' users are invisible here
-      spdlog::warn("FileStore {} (named by the worker's {}) looks left behind by a killed run ({}), but with several "
-                   "nodes its users on the other nodes cannot be seen from here, so it stays. If no node of this job "
-                   "runs yet, remove it first: `ddp-launch clean {}`",
-                   path, named.where, reasons_of(r), path);
+      spdlog::warn(
+          "FileStore {} (named by the worker's {}) looks left behind by a killed run ({}), but with several "
+          "nodes its users on the other nodes cannot be seen from here, so it stays. If no node of this job "
+          "runs yet, remove it first: `ddp-launch clean {}`",
+          path, named.where, reasons_of(r), path);
       return;
     case CleanOutcome::Refused:
       // Not a FileStore (a directory, other content, an empty file): a file:// URL in a worker's
       // arguments may name anything (a data set), so it is not ours to judge. An empty file is
       // harmless to torch, which starts a FileStore on it as on a new one.
       if (!r.empty_unproven) {
-        spdlog::warn("the worker's {} names {}, which is not a c10d FileStore ({}): left alone; if it is meant as "
-                     "the init_method, torch will fail on it",
-                     named.where, path, r.problem);
+        spdlog::warn(
+            "the worker's {} names {}, which is not a c10d FileStore ({}): left alone; if it is meant as "
+            "the init_method, torch will fail on it",
+            named.where, path, r.problem);
       }
       return;
     case CleanOutcome::Kept: break;

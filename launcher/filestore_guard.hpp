@@ -29,8 +29,8 @@ std::vector<NamedFileStore> filestores_named_by(const std::vector<std::string>& 
 
 // The I/O shell, called once before the launch (from `run`). One node: removes stale files and
 // logs what it removed; throws ddp::Error for a FileStore in use, torn with a stuck reader, or not
-// removable; warns about a non-empty file that is not a FileStore. Several nodes (the file is on a shared filesystem where other
-// nodes' users are invisible): never removes, only warns when the file looks stale.
+// removable; warns about a non-empty file that is not a FileStore. Several nodes (the file is on a shared filesystem
+// where other nodes' users are invisible): never removes, only warns when the file looks stale.
 void guard_user_filestores(const SupervisorConfig& config);
 
 }  // namespace ddp::launcher

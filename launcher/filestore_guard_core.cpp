@@ -41,8 +41,8 @@ std::vector<NamedFileStore> filestores_named_by(const std::vector<std::string>& 
     for (auto& p : file_urls_in(value)) add(std::move(p), fmt::format("${}", name));
   }
   if (!run_sets_filestore_var) {
-    if (auto it = environment.find(std::string(env::kFileStorePath)); it != environment.end() && !it->second.empty() &&
-                                                             it->second.find('{') == std::string::npos) {
+    if (auto it = environment.find(std::string(env::kFileStorePath));
+        it != environment.end() && !it->second.empty() && it->second.find('{') == std::string::npos) {
       add(it->second, fmt::format("${}", env::kFileStorePath));
     }
   }

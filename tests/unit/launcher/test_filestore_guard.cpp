@@ -13,10 +13,10 @@ std::vector<std::string> paths(const std::vector<NamedFileStore>& named) {
 }  // namespace
 
 TEST_CASE("file:// in the worker's argv: separate, after =, inside a longer value; query and host dropped") {
-  auto named = filestores_named_by({"/usr/bin/python3", "-u", "main.py", "--dist-url", "file:///tmp/a",
-                                    "--init_method=file:///tmp/b?world_size=2", "--cfg", "url='file:///tmp/c' x",
-                                    "file://localhost/tmp/d#frag"},
-                                   {}, false);
+  auto named = filestores_named_by(
+      {"/usr/bin/python3", "-u", "main.py", "--dist-url", "file:///tmp/a", "--init_method=file:///tmp/b?world_size=2",
+       "--cfg", "url='file:///tmp/c' x", "file://localhost/tmp/d#frag"},
+      {}, false);
   CHECK(paths(named) == std::vector<std::string>{"/tmp/a", "/tmp/b", "/tmp/c", "/tmp/d"});
   CHECK(named[0].where == "argument 'file:///tmp/a'");
 }
@@ -30,8 +30,8 @@ TEST_CASE("file:// in any environment variable, and $DDP_FILESTORE_PATH unless t
 }
 
 TEST_CASE("no FileStore named: placeholders, other schemes, a bare file:// and duplicates") {
-  CHECK(filestores_named_by({"main.py", "--dist-url", "{filestore_url}", "tcp://{master_addr}:1", "file://",
-                             "file:///", "file:///tmp/run_{rank}", "env://"},
+  CHECK(filestores_named_by({"main.py", "--dist-url", "{filestore_url}", "tcp://{master_addr}:1", "file://", "file:///",
+                             "file:///tmp/run_{rank}", "env://"},
                             {{"PATH", "/usr/bin"}}, false)
             .empty());
   CHECK(paths(filestores_named_by({"file:///tmp/x", "--again=file:///tmp/x"}, {{"U", "file:///tmp/x"}}, false)) ==
