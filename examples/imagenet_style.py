@@ -10,6 +10,7 @@ It reports progress in that example's own format (`Epoch: [0][ 5/20]  Time ...  
 (4.1500e+00)  Acc@1 ...`), which the supervisor turns into metrics with --metric; the script itself
 knows nothing of ddp-launch. Same synthetic data and model as train_ddp.py."""
 import argparse
+import os
 import time
 
 import torch
@@ -64,6 +65,12 @@ class ProgressMeter:
 
 def main():
     args = parser.parse_args()
+    # As the ImageNet example does: with env:// the launcher's WORLD_SIZE and RANK fill in what the
+    # command line left at -1.
+    if args.dist_url == "env://" and args.world_size == -1:
+        args.world_size = int(os.environ["WORLD_SIZE"])
+    if args.dist_url == "env://" and args.rank == -1:
+        args.rank = int(os.environ["RANK"])
     dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url, world_size=args.world_size,
                             rank=args.rank)
     torch.manual_seed(args.seed)

@@ -26,6 +26,11 @@ std::string BatchPolicy::summary() const {
                            : fmt::format("batch: global {} = {} × {}; lr × {}", global_batch, plural(world, "rank"),
                                          per_rank_batch, lr_scale);
   if (lr_warmup_steps > 0) out += fmt::format(", warmed up over {}", plural(lr_warmup_steps, "step"));
+  // The launcher cannot change a script's batch size: say so, with the two ways a script reads it.
+  out += fmt::format(
+      ". The script must read these for its batch to change (an unchanged script trains at its own size): "
+      "${} ${} ${}, or the argv placeholders {{per_rank_batch}} {{global_batch}} {{lr_scale}}",
+      env::kPerRankBatch, env::kGlobalBatch, env::kLrScale);
   return out;
 }
 

@@ -28,7 +28,8 @@ struct BatchPolicy {
   long lr_warmup_steps = 0;
   bool scaled = false;  // --per-rank-batch: the global batch grows with the world size
 
-  // "batch: global 256 = 2 ranks × 128; lr × 1"
+  // "batch: global 256 = 2 ranks × 128; lr × 1. The script must read these ... (the variables or
+  // the {per_rank_batch} {global_batch} {lr_scale} placeholders)"
   std::string summary() const;
   // DDP_GLOBAL_BATCH, DDP_PER_RANK_BATCH, DDP_LR_SCALE, DDP_LR_WARMUP_STEPS.
   EnvMap env() const;

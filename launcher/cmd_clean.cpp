@@ -20,6 +20,7 @@ struct CleanArgs {
   std::vector<std::string> paths;
   bool dry_run = false;
   bool missing_ok = false;
+  bool force = false;
   double lock_timeout_s = 2.0;
 };
 
@@ -42,6 +43,11 @@ int report_one(const std::string& arg, const store::FileStoreCleaner& cleaner, c
     return kExitUsage;
   }
   if (r.outcome == CleanOutcome::Refused) {
+    if (r.empty_unproven) {
+      spdlog::error("{}: {}; if a killed run's FileStore was at this path, pass --force to remove it", path,
+                    r.problem);
+      return kExitUsage;
+    }
     spdlog::error("{}: {}", path, r.problem);
     return kExitUsage;
   }
@@ -73,6 +79,9 @@ Command add_clean_command(CLI::App& app) {
   sub->add_option("paths", args->paths, "FileStore files, as paths or file:// init_method URLs")->required();
   sub->add_flag("--dry-run", args->dry_run, "Report what each file holds and the verdict; remove nothing");
   sub->add_flag("--missing-ok", args->missing_ok, "A path that does not exist is fine (exit 0), not an error");
+  sub->add_flag("--force", args->force,
+                "Treat an empty file as a FileStore a run was killed before writing to (else it is left alone: "
+                "an empty file is no evidence); every other check still applies");
   sub->add_option("--lock-timeout", args->lock_timeout_s,
                   "Seconds to keep retrying the exclusive flock before calling the file in use")
       ->check(CLI::Range(0.0, 3600.0))
@@ -80,11 +89,12 @@ Command add_clean_command(CLI::App& app) {
   sub->footer(
       "Exit status: 0 every file was stale and is removed (with --dry-run: would be), or absent with --missing-ok;\n"
       "1 a file is in use, has a reader stuck on a torn tail, or could not be removed;\n"
-      "2 bad arguments, or a path that is missing, a directory, or not a FileStore file.");
+      "2 bad arguments, or a path that is missing, a directory, not a FileStore file, or empty (without --force).");
 
   auto run = [args]() -> int {
     store::CleanOptions options;
     options.dry_run = args->dry_run;
+    options.empty_is_filestore = args->force;
     options.lock_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(args->lock_timeout_s * 1000.0));
     const store::FileStoreCleaner cleaner(options);
     int worst = kExitClean;

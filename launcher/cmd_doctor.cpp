@@ -204,7 +204,12 @@ DoctorCheck judge_filestore(const std::string& given, const store::CleanReport& 
       c.status = Status::Fail;
       c.details["verdict"] = "refused";
       c.finding = fmt::format("{}: {}", path, r.problem);
-      c.action = "Give the job another init_method path (doctor and clean never touch a file that is not a FileStore)";
+      c.action = r.empty_unproven
+                     ? fmt::format("If a killed run's FileStore was at this path, remove it before the next run: "
+                                   "`ddp-launch clean --force {}`; else give the job another init_method path",
+                                   given)
+                     : "Give the job another init_method path (doctor and clean never touch a file that is not a "
+                       "FileStore)";
       return c;
     default: break;
   }

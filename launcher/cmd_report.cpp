@@ -29,6 +29,8 @@ struct ReportArgs {
   std::vector<std::string> run_dirs;
   std::string out;
   std::string metric = "loss";
+  bool log_y = false;
+  std::string x_axis = "step";
 };
 
 std::string read_all(const fs::path& path) {
@@ -84,7 +86,7 @@ void write_png(const fs::path& out, const std::string& svg) {
 
 Command add_report_command(CLI::App& app) {
   auto* sub =
-      app.add_subcommand("report", "Summarise runs from their metrics.csv and chart loss vs step (SVG, or PNG)");
+      app.add_subcommand("report", "Summarise runs from their metrics.csv and chart a metric vs step or time (SVG, or PNG)");
   auto a = std::make_shared<ReportArgs>();
   sub->add_option("run_dirs", a->run_dirs, "Run directories (--run-dir/--log-dir of `run`, or the one it printed)")
       ->required();
@@ -92,6 +94,11 @@ Command add_report_command(CLI::App& app) {
                   "Chart file (default: <first run dir>/loss.svg); a name ending in .png is rendered as PNG with "
                   "rsvg-convert (package librsvg2-bin)");
   sub->add_option("--metric", a->metric, "Metric to chart and summarise")->capture_default_str();
+  sub->add_flag("--log-y", a->log_y, "Log-scale y axis (decades); every charted value must be positive");
+  sub->add_option("--x", a->x_axis,
+                  "x axis: step (the metric's step) or time (wall-clock seconds since the run started)")
+      ->check(CLI::IsMember({"step", "time"}))
+      ->capture_default_str();
   auto run = [a]() -> int {
     std::vector<launcher::RunSummary> runs;
     std::set<std::string> names;
@@ -117,7 +124,8 @@ Command add_report_command(CLI::App& app) {
     }
     std::cout << launcher::format_summaries(runs, a->metric);
     fs::path out = a->out.empty() ? fs::path(a->run_dirs.front()) / fmt::format("{}.svg", a->metric) : fs::path(a->out);
-    auto svg = launcher::render_chart_svg(runs, a->metric);
+    launcher::ChartOptions chart{a->x_axis == "time" ? launcher::ChartX::Time : launcher::ChartX::Step, a->log_y};
+    auto svg = launcher::render_chart_svg(runs, a->metric, chart);
     if (wants_png(out)) {
       write_png(out, svg);
     } else {

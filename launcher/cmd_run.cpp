@@ -23,6 +23,7 @@
 #include "launcher/batch_policy.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/commands.hpp"
+#include "launcher/filestore_guard.hpp"
 #include "launcher/slurm.hpp"
 #include "launcher/supervisor.hpp"
 
@@ -609,6 +610,7 @@ Command add_run_command(CLI::App& app) {
                    "(set it yourself to choose)",
                    env::kOmpNumThreads, c.plan.nproc_per_node, *omp);
     }
+    launcher::guard_user_filestores(c);  // a file:// init_method a killed run left behind
     if (!c.log_base_dir.empty()) {
       c.run_dir = make_run_dir_in(c.log_base_dir, c.run_id);
       spdlog::info("per-rank log files go under {}", c.run_dir.string());

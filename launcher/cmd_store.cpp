@@ -24,7 +24,7 @@ Command add_store_command(CLI::App& app) {
   sub->add_option("--port", config->port, "Port; 0 picks a free one and prints it as port=<n> on stdout")
       ->capture_default_str();
   sub->add_option("--legacy-dialect", *legacy,
-                  "How to read connections that do not open with VALIDATE: a = torch 1.13/2.0, b = torch 2.1")
+                  "Protocol of clients that do not open with the torch >= 2.2 handshake: a = torch 1.13/2.0 (default), b = torch 2.1")
       ->check(CLI::IsMember({"a", "b"}))
       ->capture_default_str();
   sub->add_flag("--keep-stale-waits", *keep_stale_waits,

@@ -20,5 +20,6 @@ Command add_run_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
 Command add_sbatch_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_env_command(CLI::App& app);
 
 }  // namespace ddp::cli

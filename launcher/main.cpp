@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app),
                         ddp::cli::add_run_command(app), ddp::cli::add_doctor_command(app),
                         ddp::cli::add_sbatch_command(app),
-                        ddp::cli::add_report_command(app)}) {
+                        ddp::cli::add_report_command(app), ddp::cli::add_env_command(app)}) {
     runners[command.sub] = std::move(command.run);
   }
   // The job daemon and its clients (jobs/, the layer above the launcher, linked by this executable only).

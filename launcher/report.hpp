@@ -20,6 +20,17 @@ struct RunSummary {
   std::optional<double> samples_per_s;  // all ranks together (sum of each rank's mean samples_per_s)
   int attempts = 1;
   std::vector<std::pair<double, double>> curve;  // (step, mean over ranks), steps ascending
+  // The same points against wall-clock time: (seconds since the run started, mean over ranks), where
+  // a step's time is when its last rank reported it; the run starts at run.json's "started", else
+  // at metrics.csv's first row.
+  std::vector<std::pair<double, double>> time_curve;
+};
+
+enum class ChartX { Step, Time };
+
+struct ChartOptions {
+  ChartX x = ChartX::Step;  // report --x step|time
+  bool log_y = false;       // report --log-y: decades on the y axis; every value must be positive
 };
 
 // csv: metrics.csv's text (header time,attempt,rank,step,name,value); run_info: run.json or null.
@@ -32,7 +43,13 @@ RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, s
 std::string format_summaries(const std::vector<RunSummary>& runs, std::string_view metric = "loss");
 
 // A standalone SVG: axes with ticks, one <path class="curve"> per run that has a curve, a legend.
-std::string render_chart_svg(const std::vector<RunSummary>& runs, std::string_view metric = "loss");
+// With log_y, a value at or below zero is a ddp::UsageError naming the run, the step and --log-y.
+std::string render_chart_svg(const std::vector<RunSummary>& runs, std::string_view metric = "loss",
+                             const ChartOptions& options = {});
+
+// Ticks for a log axis enclosing [lo, hi] (both > 0): powers of ten, with 2 and 5 × 10^k between
+// them when the range spans fewer than three decades.
+std::vector<double> log_ticks(double lo, double hi);
 
 // Round tick positions enclosing [lo, hi] (the first at or below lo, the last at or above hi): 1, 2 or 5 × 10^k apart,
 // about `target` of them.

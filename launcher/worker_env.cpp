@@ -21,7 +21,18 @@ std::map<std::string, std::string> placeholder_values(const WorkerEnvInput& in) 
       {"backend", in.backend},
   };
   if (!in.filestore_path.empty()) values["filestore_url"] = "file://" + in.filestore_path;
+  // The batch policy (run --global-batch/--per-rank-batch) reaches the worker through these
+  // variables; the placeholders let a script that takes --batch-size on its command line use it.
+  for (const auto& [name, var] : batch_placeholders()) {
+    if (auto it = in.base_env.find(std::string(var)); it != in.base_env.end()) values[std::string(name)] = it->second;
+  }
   return values;
+}
+
+const std::vector<std::pair<std::string_view, std::string_view>>& batch_placeholders() {
+  static const std::vector<std::pair<std::string_view, std::string_view>> table{
+      {"per_rank_batch", env::kPerRankBatch}, {"global_batch", env::kGlobalBatch}, {"lr_scale", env::kLrScale}};
+  return table;
 }
 
 std::string expand_placeholders(std::string_view arg, const std::map<std::string, std::string>& values) {
@@ -42,6 +53,12 @@ std::string expand_placeholders(std::string_view arg, const std::map<std::string
       if (identifier) {
         auto it = values.find(std::string(name));
         if (it == values.end()) {
+          for (const auto& [batch_name, var] : batch_placeholders()) {
+            if (name != batch_name) continue;
+            throw UsageError(fmt::format("placeholder {{{}}} in worker argument '{}' has no value: it is the batch "
+                                         "policy's (${}); give run --global-batch B or --per-rank-batch b",
+                                         name, arg, var));
+          }
           std::string known;
           for (const auto& [k, v] : values) known += (known.empty() ? "{" : ", {") + k + "}";
           throw UsageError(fmt::format("unknown placeholder {{{}}} in worker argument '{}'; known: {} "

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "launcher/rank_plan.hpp"
@@ -34,11 +35,16 @@ struct WorkerLaunch {
 };
 
 // Values for the argv placeholders {rank} {local_rank} {world_size} {master_addr} {master_port}
-// {dist_url} {backend}, and {filestore_url} (file://PATH) with --store file; "{{" and "}}" stand
-// for literal braces.
+// {dist_url} {backend}, {filestore_url} (file://PATH) with --store file, and {per_rank_batch}
+// {global_batch} {lr_scale} when the batch policy's variables are in base_env (run --global-batch
+// or --per-rank-batch); "{{" and "}}" stand for literal braces.
 std::map<std::string, std::string> placeholder_values(const WorkerEnvInput& in);
 
-// Expands placeholders in one argument. An unknown {name} is a ddp::UsageError listing the known ones.
+// The batch placeholders and the variable each one copies: (per_rank_batch, DDP_PER_RANK_BATCH) ...
+const std::vector<std::pair<std::string_view, std::string_view>>& batch_placeholders();
+
+// Expands placeholders in one argument. An unknown {name} is a ddp::UsageError listing the known
+// ones; a batch placeholder without a batch policy is one naming --global-batch/--per-rank-batch.
 std::string expand_placeholders(std::string_view arg, const std::map<std::string, std::string>& values);
 
 WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std::string>& argv_template);

@@ -309,7 +309,7 @@ class StoreClient::Impl {
                                               self.endpoint_, ms_since(start), how));
     }
     StoreProtocolError protocol(std::string_view how) const {
-      return StoreProtocolError(fmt::format("{} on store {}: {} (is it a dialect {} server?)", what(), self.endpoint_,
+      return StoreProtocolError(fmt::format("{} on store {}: {} (is it a server speaking {}?)", what(), self.endpoint_,
                                             how, dialect_name(self.options_.dialect)));
     }
 
@@ -342,7 +342,7 @@ class StoreClient::Impl {
 
   void require(const Call& call, Op op) const {
     if (!has(op)) {
-      throw StoreUnsupported(fmt::format("{} on store {}: {} does not exist in dialect {}", call.what(), endpoint_,
+      throw StoreUnsupported(fmt::format("{} on store {}: {} does not exist in {}", call.what(), endpoint_,
                                          op_name(op), dialect_name(options_.dialect)));
     }
   }
@@ -357,14 +357,14 @@ class StoreClient::Impl {
       Fd fd = try_connect(deadline, last_error);
       if (fd) {
         fd_ = std::move(fd);
-        spdlog::debug("store client connected to {} (dialect {}) after {} attempt(s), {} ms", endpoint_,
+        spdlog::debug("store client connected to {} ({}) after {} attempt(s), {} ms", endpoint_,
                       dialect_name(options_.dialect), attempt + 1, ms_since(start));
         return;
       }
       auto now = Clock::now();
       if (now >= deadline) {
         throw StoreConnectError(fmt::format(
-            "could not connect to store {} (dialect {}) within the connect timeout of {} ms ({} attempts, {} ms "
+            "could not connect to store {} ({}) within the connect timeout of {} ms ({} attempts, {} ms "
             "waited); last error: {}",
             endpoint_, dialect_name(options_.dialect), options_.connect_timeout.count(), attempt + 1, ms_since(start),
             last_error));
@@ -415,7 +415,7 @@ class StoreClient::Impl {
     switch (r) {
       case IoResult::Ok: break;
       case IoResult::Timeout:
-        why = "connected, but no answer to the VALIDATE/PING handshake (a torch 1.13 server? use dialect A)";
+        why = "connected, but no answer to the VALIDATE/PING handshake (a torch 1.13 server? it speaks the torch 1.13/2.0 protocol, which has no handshake)";
         return false;
       case IoResult::Closed: why = "the server closed the connection during the handshake"; return false;
       case IoResult::Error: why = "handshake: " + errno_text(io_errno_); return false;

@@ -159,7 +159,7 @@ ParseResult parse_request(std::string_view buf, Dialect dialect, const Limits& l
   auto op = decode_opcode(dialect, byte);
   if (!op) {
     result.status = ParseStatus::Error;
-    result.error = fmt::format("unknown opcode {} for dialect {}", byte, dialect_name(dialect));
+    result.error = fmt::format("unknown opcode {} in {}", byte, dialect_name(dialect));
     return result;
   }
   out.op = *op;
@@ -224,7 +224,7 @@ void encode_request(Dialect dialect, const Request& req, std::string& out) {
   auto opcode = encode_opcode(dialect, req.op);
   if (!opcode) {
     throw std::invalid_argument(
-        fmt::format("{} does not exist in dialect {}", op_name(req.op), dialect_name(dialect)));
+        fmt::format("{} does not exist in {}", op_name(req.op), dialect_name(dialect)));
   }
   auto need_fields = [&](std::size_t keys, std::size_t values) {
     if (req.keys.size() < keys || req.values.size() < values) {

@@ -432,11 +432,11 @@ FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev
     why.push_back(
         "a next run on this path would read this state as live: the store-based barrier counts past world_size and "
         "waits out its timeout (30 min by default), gloo dials dead peers, and a stale cleanup/ lets the first "
-        "finisher delete the file under its peers (spec §11.4)");
+        "finisher delete the file under its peers");
   }
   if (torn) {
     d.verdict = FileStoreVerdict::Torn;
-    why.push_back("every torch reader of a torn file spins at 100% CPU forever holding LOCK_SH (spec §11.4)");
+    why.push_back("every torch reader of a torn file spins at 100% CPU forever holding LOCK_SH");
     d.advice = "remove it (truncating at the torn offset would also repair it, but the old state stays stale)";
   } else {
     d.verdict = FileStoreVerdict::Stale;

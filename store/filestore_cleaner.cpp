@@ -220,6 +220,12 @@ CleanReport FileStoreCleaner::clean(const fs::path& path) const {
   auto first = read_all(fd);
   if (!first.error.empty()) return refuse(fmt::format("cannot read it: {}", first.error));
   report.log = FileStoreLog::parse(first.bytes);
+  if (first.bytes.empty() && !options_.empty_is_filestore) {
+    report.empty_unproven = true;
+    return refuse(
+        "it is empty, and an empty file is no evidence of a c10d FileStore (torch writes a record as soon as it "
+        "opens one); left untouched");
+  }
   if (!report.log->is_filestore()) {
     report.diagnosis = diagnose(*report.log, {});
     return refuse(fmt::format("it is not a c10d FileStore file ({}); left untouched — check the path",
@@ -279,7 +285,9 @@ CleanReport FileStoreCleaner::clean(const fs::path& path) const {
   return report;
 }
 
-CleanReport prepare_filestore_path(const fs::path& path, const CleanOptions& options) {
+CleanReport prepare_filestore_path(const fs::path& path, const CleanOptions& given) {
+  CleanOptions options = given;
+  options.empty_is_filestore = true;  // the path is the run's FileStore by its own flag
   auto report = FileStoreCleaner(options).clean(path);
   auto because = [&] {
     std::string text;

@@ -1,7 +1,7 @@
 #pragma once
 // FileStoreCleaner: the shell around FileStoreLog and diagnose(). It reads the file, gathers the
 // evidence (who has it open or names it in argv/environment via /proc, who holds a flock on it
-// via /proc/locks), and removes a stale file the way spec §11.5 says is safe: take LOCK_EX
+// via /proc/locks), and removes a stale file the only way that is safe against a live torch user: take LOCK_EX
 // (non-blocking, retried until a deadline, because a reader spinning on a torn tail never
 // lets go), re-read it under the lock, and unlink while still holding the lock.
 //
@@ -30,6 +30,10 @@ struct CleanOptions {
   // ancestors are not counted for naming the path, since a wrapper such as `timeout` or the
   // shell that started us repeats our arguments).
   std::vector<pid_t> ignore_pids;
+  // An empty file is no evidence of a FileStore (torch writes its first record as soon as it opens
+  // one; anything else may leave an empty file). Only a caller that knows the path was a FileStore's
+  // (`run --store file`, `clean --force`) lets one be removed.
+  bool empty_is_filestore = false;
 };
 
 enum class CleanOutcome {
@@ -47,6 +51,7 @@ struct CleanReport {
   std::optional<FileStoreLog> log;
   std::optional<FileStoreDiagnosis> diagnosis;
   std::string problem;  // Refused, or a failed unlink: what is wrong and how to fix it
+  bool empty_unproven = false;  // Refused because the file is empty and nothing says it is a FileStore
 };
 
 class FileStoreCleaner {
@@ -66,7 +71,8 @@ class FileStoreCleaner {
 // The supervisor's entry point, called before every launch whose init_method is file://PATH:
 // afterwards PATH is absent (never existed, or was stale and is now removed). Throws ddp::Error
 // naming the processes that use it and what to do when it is in use, and when PATH is not a
-// FileStore file or cannot be removed. Returns the report for the event stream / logs.
+// FileStore file or cannot be removed. Returns the report for the event stream / logs. An empty
+// file counts as a FileStore here (the path is the run's by its --store file flag).
 CleanReport prepare_filestore_path(const std::filesystem::path& path, const CleanOptions& options = {});
 
 }  // namespace ddp::store

@@ -34,9 +34,9 @@ std::optional<std::uint8_t> reverse(const std::array<Op, N>& table, Op op) {
 
 std::string_view dialect_name(Dialect d) {
   switch (d) {
-    case Dialect::A: return "A (torch 1.13)";
-    case Dialect::B: return "B (torch 2.1)";
-    case Dialect::C: return "C (torch >= 2.2)";
+    case Dialect::A: return "the torch 1.13/2.0 protocol";
+    case Dialect::B: return "the torch 2.1 protocol";
+    case Dialect::C: return "the torch >= 2.2 protocol";
   }
   return "?";
 }

@@ -247,7 +247,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       s->dialect = sniff.dialect;
       if (s->dialect == Dialect::C) used = 5;  // VALIDATE consumed, no reply
       state_.connect(s->id, s->dialect);
-      spdlog::trace("connection {} speaks dialect {}", s->id, dialect_name(s->dialect));
+      spdlog::trace("connection {} speaks {}", s->id, dialect_name(s->dialect));
     }
     while (used < buf.size() && !s->closing) {
       if (s->out.size() >= kOutputHighWater) {

@@ -136,6 +136,25 @@ def test_bad_paths_are_clear_errors():
         check(r.returncode != 0 and "paths" in r.stderr, f"no path: rc={r.returncode} {r.stderr}")
 
 
+def test_empty_file_is_not_evidence_without_force():
+    """Issue 12: clean deleted any empty file. An empty file is kept unless --force says it was a FileStore."""
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        empty = os.path.join(tmp, "empty")
+        write_file(empty, b"")
+        for args in ((empty,), ("--dry-run", empty), (f"file://{empty}",)):
+            r = clean(*args)
+            check(r.returncode == 2, f"clean {args}: rc={r.returncode}\n{r.stdout}{r.stderr}")
+            check("empty file is no evidence" in r.stderr and "--force" in r.stderr,
+                  f"clean {args}: no reason or no --force hint:\n{r.stderr}")
+            check(os.path.exists(empty), f"clean {args} removed an empty file that nothing shows is a FileStore")
+        r = clean("--force", "--dry-run", empty)
+        check(r.returncode == 0 and "would remove" in r.stdout and os.path.exists(empty),
+              f"--force --dry-run: rc={r.returncode}\n{r.stdout}{r.stderr}")
+        r = clean("--force", empty)
+        check(r.returncode == 0 and "removed" in r.stdout, f"--force: rc={r.returncode}\n{r.stdout}{r.stderr}")
+        check(not os.path.exists(empty), "--force did not remove the empty file")
+
+
 def test_lock_holder_is_named():
     with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
         path = os.path.join(tmp, "rdzv")
@@ -162,4 +181,5 @@ run_tests([
     test_several_paths_stale_one_removed_in_use_one_kept,
     test_bad_paths_are_clear_errors,
     test_lock_holder_is_named,
+    test_empty_file_is_not_evidence_without_force,
 ])

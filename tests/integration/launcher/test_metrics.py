@@ -34,8 +34,35 @@ def test_global_batch_is_split_and_announced():
             *sh('echo "per=$DDP_PER_RANK_BATCH global=$DDP_GLOBAL_BATCH lr=$DDP_LR_SCALE warm=$DDP_LR_WARMUP_STEPS"'))
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
     check("batch: global 256 = 2 ranks × 128; lr × 1" in r.stderr, f"no batch announcement: {r.stderr}")
+    check("The script must read these for its batch to change" in r.stderr, f"no word that the script must read them: {r.stderr}")
     for rank in (0, 1):
         check(f"[rank {rank}]: per=128 global=256 lr=1 warm=0" in r.stdout, f"rank {rank} env: {r.stdout}")
+
+
+# An unchanged script parses its own -b/--lr flags: the placeholders are how the batch policy reaches it.
+ARGPARSE_WORKER = """
+import argparse, os
+p = argparse.ArgumentParser()
+p.add_argument("-b", "--batch-size", type=int, default=256)
+p.add_argument("--global-batch", type=int, default=0)
+p.add_argument("--lr-scale", type=float, default=1.0)
+a = p.parse_args()
+print(f"rank={os.environ['RANK']} batch_size={a.batch_size} global={a.global_batch} lr_scale={a.lr_scale:g}")
+"""
+
+
+def test_batch_placeholders_reach_a_script_that_reads_its_command_line():
+    for flags, want in ((["--global-batch", "256"], "batch_size=128 global=256 lr_scale=1"),
+                        (["--per-rank-batch", "48"], "batch_size=48 global=96 lr_scale=2")):
+        r = run("--nproc-per-node", "2", *flags, "/usr/bin/python3", "-c", ARGPARSE_WORKER, "-b", "{per_rank_batch}",
+                "--global-batch={global_batch}", "--lr-scale", "{lr_scale}")
+        check(r.returncode == 0, f"{flags}: exit {r.returncode}: {r.stderr}")
+        for rank in (0, 1):
+            check(f"[rank {rank}]: rank={rank} {want}" in r.stdout, f"{flags}: rank {rank} got: {r.stdout}")
+    r = run("--nproc-per-node", "2", "/usr/bin/python3", "-c", ARGPARSE_WORKER, "-b", "{per_rank_batch}")
+    check(r.returncode == 2 and "{per_rank_batch}" in r.stderr and "--global-batch" in r.stderr,
+          f"a batch placeholder without a batch flag: exit {r.returncode}: {r.stderr}")
+    check("[rank" not in r.stdout, f"workers started despite the error: {r.stdout}")
 
 
 def test_per_rank_batch_scales_lr_with_warmup():
@@ -97,6 +124,22 @@ def test_metric_lines_and_patterns_to_csv_and_report():
         rep = subprocess.run([DDP_LAUNCH, "report", d], capture_output=True, text=True, timeout=30)
         check(rep.returncode == 2 and "has no metrics.csv" in rep.stderr, f"report of a non-run: {rep.stderr}")
 
+        # --log-y and --x time from the command line: the axis labels say so, a log chart of a
+        # non-positive value is refused naming the flag, and an unknown --x is a usage error.
+        rep = subprocess.run([DDP_LAUNCH, "report", a, "--out", out, "--log-y", "--x", "time"], capture_output=True,
+                             text=True, timeout=30)
+        check(rep.returncode == 0, f"report --log-y --x time: exit {rep.returncode}: {rep.stderr}")
+        labels = {t.get("class"): t.text for t in ET.parse(out).getroot().iter(SVG + "text") if t.get("class")}
+        check(labels.get("xlabel", "").startswith("wall-clock time") and labels.get("ylabel") == "loss (log scale)",
+              f"axis labels: {labels}")
+        with open(os.path.join(b, "metrics.csv"), "a") as f:
+            f.write("9.0,0,0,9,loss,0\n")
+        rep = subprocess.run([DDP_LAUNCH, "report", b, "--out", out, "--log-y"], capture_output=True, text=True,
+                             timeout=30)
+        check(rep.returncode == 2 and "--log-y" in rep.stderr and "step 9" in rep.stderr, f"log of 0: {rep.stderr}")
+        rep = subprocess.run([DDP_LAUNCH, "report", a, "--x", "epoch"], capture_output=True, text=True, timeout=30)
+        check(rep.returncode == 2 and "--x" in rep.stderr, f"--x epoch: exit {rep.returncode} {rep.stderr}")
+
 
 def test_report_png_through_rsvg_convert():
     check(shutil.which("rsvg-convert"), "rsvg-convert is not installed: run packaging/install-deps.sh (librsvg2-bin)")
@@ -149,6 +192,7 @@ def test_temporary_run_dir_kept_only_with_metrics():
 run_tests([
     test_global_batch_is_split_and_announced,
     test_per_rank_batch_scales_lr_with_warmup,
+    test_batch_placeholders_reach_a_script_that_reads_its_command_line,
     test_bad_batch_and_bad_metric_are_usage_errors,
     test_metric_lines_and_patterns_to_csv_and_report,
     test_report_png_through_rsvg_convert,

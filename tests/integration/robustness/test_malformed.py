@@ -25,12 +25,12 @@ def offend(payload, *needles, dialect="A", what):
 
 
 def test_unknown_opcode_dialect_a():
-    offend(b"\x09", "unknown opcode 9", "A (torch 1.13)", what="opcode 9 in dialect A")
+    offend(b"\x09", "unknown opcode 9", "the torch 1.13/2.0 protocol", what="opcode 9 in dialect A")
 
 
 def test_unknown_opcode_dialect_c():
     # 19 is one past BARRIER, the last opcode any torch version sends.
-    offend(b"\x13", "unknown opcode 19", "C (torch >= 2.2)", dialect="C", what="opcode 19 in dialect C")
+    offend(b"\x13", "unknown opcode 19", "the torch >= 2.2 protocol", dialect="C", what="opcode 19 in dialect C")
 
 
 def test_key_length_over_the_limit():

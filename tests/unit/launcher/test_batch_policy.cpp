@@ -27,6 +27,8 @@ std::string usage_error(const BatchPolicyInput& in) {
   FAIL("expected a UsageError");
   return {};
 }
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 }  // namespace
 
 TEST_CASE("no batch flag: no policy, the environment is left alone") {
@@ -39,7 +41,7 @@ TEST_CASE("--global-batch is split across the ranks, lr unchanged") {
   CHECK(p->global_batch == 256);
   CHECK(p->per_rank_batch == 128);
   CHECK(p->lr_scale == 1);
-  CHECK(p->summary() == "batch: global 256 = 2 ranks × 128; lr × 1");
+  CHECK(starts_with(p->summary(), "batch: global 256 = 2 ranks × 128; lr × 1. "));
   auto env = p->env();
   CHECK(env.at(std::string(ddp::env::kGlobalBatch)) == "256");
   CHECK(env.at(std::string(ddp::env::kPerRankBatch)) == "128");
@@ -54,8 +56,9 @@ TEST_CASE("--per-rank-batch: the global batch grows, lr scales linearly, warm-up
   CHECK(p->per_rank_batch == 32);
   CHECK(p->lr_scale == 4);
   CHECK(p->lr_warmup_steps == 100);
-  CHECK(p->summary() ==
-        "batch: 32 per rank × 4 ranks = global 128; lr × 4 (linear scaling rule), warmed up over 100 steps");
+  CHECK(starts_with(p->summary(),
+                    "batch: 32 per rank × 4 ranks = global 128; lr × 4 (linear scaling rule), warmed up over 100 "
+                    "steps. "));
   CHECK(p->env().at(std::string(ddp::env::kLrScale)) == "4");
   CHECK(p->env().at(std::string(ddp::env::kLrWarmupSteps)) == "100");
 }
@@ -65,7 +68,7 @@ TEST_CASE("one rank: both policies agree") {
   auto r = plan_batch(input(1, std::nullopt, 64));
   CHECK(g->per_rank_batch == r->per_rank_batch);
   CHECK(g->lr_scale == r->lr_scale);
-  CHECK(g->summary() == "batch: global 64 = 1 rank × 64; lr × 1");
+  CHECK(starts_with(g->summary(), "batch: global 64 = 1 rank × 64; lr × 1. "));
 }
 
 TEST_CASE("a global batch the world does not divide names the nearest valid sizes and the fix") {
@@ -94,4 +97,17 @@ TEST_CASE("bad combinations are usage errors") {
   CHECK(usage_error(input(2, std::nullopt, -1)).find("not a positive") != std::string::npos);
   CHECK(usage_error(input(2, std::nullopt, 8, -5)).find("negative") != std::string::npos);
   CHECK(usage_error(input(2, std::nullopt, std::nullopt, 10)).find("--per-rank-batch") != std::string::npos);
+}
+
+TEST_CASE("the batch line says the script must read the values, and how") {
+  // An unchanged script trains at its own batch size: the announcement must not suggest otherwise.
+  for (const auto& p : {plan_batch(input(2, 256, std::nullopt)), plan_batch(input(2, std::nullopt, 32))}) {
+    REQUIRE(p);
+    auto s = p->summary();
+    CHECK(s.find("The script must read these for its batch to change") != std::string::npos);
+    for (const char* what : {"$DDP_PER_RANK_BATCH", "$DDP_GLOBAL_BATCH", "$DDP_LR_SCALE", "{per_rank_batch}",
+                             "{global_batch}", "{lr_scale}"}) {
+      CHECK_MESSAGE(s.find(what) != std::string::npos, what);
+    }
+  }
 }

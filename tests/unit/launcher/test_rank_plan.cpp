@@ -139,3 +139,28 @@ TEST_CASE("--local-ranks-filter: empty shows all; listed ranks only; bad entries
   CHECK_THROWS_AS(parse_local_ranks_filter("0,", 2), ddp::UsageError);
   CHECK_THROWS_AS(parse_local_ranks_filter("a", 2), ddp::UsageError);
 }
+
+TEST_CASE("batch placeholders: {per_rank_batch} {global_batch} {lr_scale} from the batch policy's variables") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({1, 0, 2, "default"})[1];
+  in.base_env = {{"DDP_PER_RANK_BATCH", "128"}, {"DDP_GLOBAL_BATCH", "256"}, {"DDP_LR_SCALE", "2"}};
+  auto w = make_worker_launch(in, {"main.py", "-b", "{per_rank_batch}", "--global={global_batch}", "--lr-x",
+                                   "{lr_scale}"});
+  CHECK(w.argv == std::vector<std::string>{"main.py", "-b", "128", "--global=256", "--lr-x", "2"});
+}
+
+TEST_CASE("a batch placeholder without a batch policy names the flags that give it a value") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({1, 0, 2, "default"})[0];
+  for (const char* arg : {"{per_rank_batch}", "-b={global_batch}", "{lr_scale}"}) {
+    try {
+      make_worker_launch(in, {"main.py", arg});
+      FAIL("expected a UsageError for " << arg);
+    } catch (const ddp::UsageError& e) {
+      std::string msg = e.what();
+      CHECK(msg.find("--global-batch") != std::string::npos);
+      CHECK(msg.find("--per-rank-batch") != std::string::npos);
+      CHECK(msg.find(arg) != std::string::npos);
+    }
+  }
+}

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "common/error.hpp"
 #include "launcher/report.hpp"
 
@@ -89,4 +91,99 @@ TEST_CASE("the chart: one curve path per run with a curve, a legend entry each, 
   CHECK(svg.find("b (1 rank)") != std::string::npos);
   CHECK(svg.find("<svg") != std::string::npos);
   CHECK(svg.rfind("</svg>") != std::string::npos);
+}
+
+namespace {
+// The points of the chart's curve paths, in pixels: "M x y L x y ..." per <path class="curve">.
+std::vector<std::vector<std::pair<double, double>>> curve_points(const std::string& svg) {
+  std::vector<std::vector<std::pair<double, double>>> out;
+  const std::string open = "<path class=\"curve\"";
+  for (auto pos = svg.find(open); pos != std::string::npos; pos = svg.find(open, pos + 1)) {
+    auto d = svg.find(" d=\"", pos) + 4;
+    std::string path = svg.substr(d, svg.find('"', d) - d);
+    std::vector<std::pair<double, double>> pts;
+    for (char& c : path) c = (c == 'M' || c == 'L') ? ' ' : c;
+    std::istringstream in(path);
+    double x = 0, y = 0;
+    while (in >> x >> y) pts.emplace_back(x, y);
+    out.push_back(pts);
+  }
+  return out;
+}
+
+std::vector<std::string> texts_of(const std::string& svg, const std::string& cls) {
+  std::vector<std::string> out;
+  const std::string open = "<text class=\"" + cls + "\"";
+  for (auto pos = svg.find(open); pos != std::string::npos; pos = svg.find(open, pos + 1)) {
+    auto b = svg.find('>', pos) + 1;
+    out.push_back(svg.substr(b, svg.find("</text>", b) - b));
+  }
+  return out;
+}
+
+const char* kDecades =
+    "time,attempt,rank,step,name,value\n"
+    "50,0,0,1,loss,100\n"
+    "51,0,0,2,loss,10\n"
+    "60,0,0,3,loss,1\n"
+    "70,0,0,4,loss,0.1\n";
+}  // namespace
+
+TEST_CASE("--log-y: values a decade apart are equally spaced, ticks are powers of ten") {
+  auto r = summarize_run(kDecades, nullptr, "run");
+  auto linear = curve_points(render_chart_svg({r}));
+  auto log = curve_points(render_chart_svg({r}, "loss", {ChartX::Step, true}));
+  REQUIRE(log.size() == 1);
+  REQUIRE(log[0].size() == 4);
+  double gap = log[0][1].second - log[0][0].second;
+  CHECK(gap > 50);  // lower values lower on the chart: larger pixel y
+  CHECK(log[0][2].second - log[0][1].second == doctest::Approx(gap).epsilon(0.01));
+  CHECK(log[0][3].second - log[0][2].second == doctest::Approx(gap).epsilon(0.01));
+  // On the linear axis the same values are not equally spaced: the two charts differ.
+  CHECK(linear[0][2].second - linear[0][1].second != doctest::Approx(linear[0][1].second - linear[0][0].second));
+  CHECK(texts_of(render_chart_svg({r}, "loss", {ChartX::Step, true}), "ytick") ==
+        std::vector<std::string>{"0.1", "1", "10", "100"});
+  CHECK(render_chart_svg({r}, "loss", {ChartX::Step, true}).find("loss (log scale)") != std::string::npos);
+}
+
+TEST_CASE("--log-y refuses a value at or below zero, naming the run, the step and the flag") {
+  auto r = summarize_run("1,0,0,1,loss,2\n2,0,0,7,loss,0\n", nullptr, "zero-run");
+  CHECK_THROWS_WITH_AS(render_chart_svg({r}, "loss", {ChartX::Step, true}),
+                       doctest::Contains("--log-y: zero-run has loss 0 at step 7"), ddp::UsageError);
+  CHECK_NOTHROW(render_chart_svg({r}));
+}
+
+TEST_CASE("log ticks: decades, with 2 and 5 between them over a short range") {
+  CHECK(log_ticks(0.3, 40) == std::vector<double>{0.1, 1, 10, 100});
+  CHECK(log_ticks(3, 40) == std::vector<double>{2, 5, 10, 20, 50});
+  CHECK(log_ticks(0.001, 1000) == std::vector<double>{0.001, 0.01, 0.1, 1, 10, 100, 1000});
+  auto one = log_ticks(3, 3);
+  CHECK(one.front() <= 3);
+  CHECK(one.back() >= 3);
+}
+
+TEST_CASE("--x time: points placed by seconds since the run started, not by step") {
+  auto r = summarize_run(kDecades, nullptr, "run");
+  REQUIRE(r.time_curve.size() == 4);
+  CHECK(r.time_curve[0] == std::pair{0.0, 100.0});  // no run.json: the first row starts the clock
+  CHECK(r.time_curve[2] == std::pair{10.0, 1.0});
+  CHECK(r.time_curve[3] == std::pair{20.0, 0.1});
+  auto svg = render_chart_svg({r}, "loss", {ChartX::Time, false});
+  auto pts = curve_points(svg)[0];
+  // Steps 1 and 2 are one second apart, steps 2 and 3 nine: so are their x positions.
+  CHECK((pts[2].first - pts[1].first) == doctest::Approx(9 * (pts[1].first - pts[0].first)).epsilon(0.01));
+  CHECK(texts_of(svg, "xlabel") == std::vector<std::string>{"wall-clock time (s since the run started)"});
+  CHECK(texts_of(svg, "xtick").back() == "20");
+  auto by_step = curve_points(render_chart_svg({r}))[0];
+  CHECK((by_step[2].first - by_step[1].first) == doctest::Approx(by_step[1].first - by_step[0].first).epsilon(0.01));
+  CHECK(texts_of(render_chart_svg({r}), "xlabel") == std::vector<std::string>{"step"});
+}
+
+TEST_CASE("--x time starts the clock at run.json's start; a rank's latest report times its step") {
+  nlohmann::json info{{"started", 95.0}, {"finished", 105.0}};
+  auto r = summarize_run(kTwoRanksWithRestart, info, "x");
+  REQUIRE(r.time_curve.size() == 3);
+  CHECK(r.time_curve[0].first == doctest::Approx(5));  // step 1 at 100
+  CHECK(r.time_curve[1].first == doctest::Approx(7));  // step 2: attempt 1's report at 102
+  CHECK(r.time_curve[2].first == doctest::Approx(8));
 }

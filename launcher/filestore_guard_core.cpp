@@ -1,0 +1,52 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/env_contract.hpp"
+#include "launcher/filestore_guard.hpp"
+
+namespace ddp::launcher {
+namespace {
+
+// The path of each file://... inside `text`: up to whitespace, a quote, or a URL's ?/# suffix.
+// file://host/path names a host; torch accepts only a local path, so the path starts at the slash.
+std::vector<std::string> file_urls_in(std::string_view text) {
+  std::vector<std::string> out;
+  constexpr std::string_view scheme = "file://";
+  for (auto at = text.find(scheme); at != std::string_view::npos; at = text.find(scheme, at + 1)) {
+    auto rest = text.substr(at + scheme.size());
+    rest = rest.substr(0, rest.find_first_of(" \t\n'\",;?#"));
+    auto slash = rest.find('/');
+    if (slash == std::string_view::npos) continue;
+    auto path = rest.substr(slash);
+    if (path.size() <= 1 || path.find('{') != std::string_view::npos) continue;  // root, or a placeholder
+    out.emplace_back(path);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<NamedFileStore> filestores_named_by(const std::vector<std::string>& argv, const EnvMap& environment,
+                                                bool run_sets_filestore_var) {
+  std::vector<NamedFileStore> out;
+  auto add = [&](std::string path, std::string where) {
+    auto same = [&](const NamedFileStore& n) { return n.path == path; };
+    if (std::none_of(out.begin(), out.end(), same)) out.push_back({std::move(path), std::move(where)});
+  };
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    for (auto& p : file_urls_in(argv[i])) add(std::move(p), fmt::format("argument '{}'", argv[i]));
+  }
+  for (const auto& [name, value] : environment) {
+    for (auto& p : file_urls_in(value)) add(std::move(p), fmt::format("${}", name));
+  }
+  if (!run_sets_filestore_var) {
+    if (auto it = environment.find(std::string(env::kFileStorePath));
+        it != environment.end() && !it->second.empty() && it->second.find('{') == std::string::npos) {
+      add(it->second, fmt::format("${}", env::kFileStorePath));
+    }
+  }
+  return out;
+}
+
+}  // namespace ddp::launcher
