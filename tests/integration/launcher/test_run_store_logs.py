@@ -6,12 +6,11 @@ import json
 import glob
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children
+from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children, remove_matching, remove_path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "store_logs_worker.py")
@@ -65,7 +64,7 @@ def test_filestore_stale_file_of_killed_run_is_removed_before_the_next():
         guardians = children(sup.pid) - set(pids)
         sup.kill()
         sup.wait(timeout=10)
-        shutil.rmtree(os.path.join(tempfile.gettempdir(), f"ddp-launch-none-{sup.pid}"), ignore_errors=True)
+        remove_path(os.path.join(tempfile.gettempdir(), f"ddp-launch-none-{sup.pid}"))
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(alive(p) for p in pids + list(guardians)):
             time.sleep(0.02)
@@ -156,7 +155,7 @@ def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
     for rank in (0, 1):
         check(read(os.path.join(m.group(1), "attempt_0", str(rank), "stdout.log")) == f"out from rank {rank}\n",
               f"rank {rank} stdout.log under {m.group(1)}")
-    shutil.rmtree(m.group(1))
+    remove_path(m.group(1))
 
 
 def test_local_ranks_filter_hides_rank_1_on_the_console_only():
@@ -181,7 +180,7 @@ def test_temporary_run_dir_removed_unless_it_holds_requested_logs():
     m = re.search(r"per-rank log files go under (\S+)", r.stderr)
     check(m and read(os.path.join(m.group(1), "attempt_0", "0", "stdout.log")) == "out from rank 0\n",
           f"the redirected output is gone: {r.stderr}")
-    shutil.rmtree(m.group(1))
+    remove_path(m.group(1))
 
 
 def test_bad_log_flag_values_are_usage_errors():
@@ -247,8 +246,7 @@ def test_successor_with_the_same_run_id_sweeps_too():
             lambda d: ["--rdzv-id", run_id],
             os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json"))
     finally:  # the killed supervisor's temporary run directory
-        for left in glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*")):
-            shutil.rmtree(left) if os.path.isdir(left) else os.remove(left)
+        remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
 def test_live_supervisor_is_never_swept():
@@ -283,8 +281,7 @@ def test_live_supervisor_is_never_swept():
                 sup.kill()
                 sup.wait()
             # the killed run id's record and temporary run directory
-            for left in glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*")):
-                shutil.rmtree(left) if os.path.isdir(left) else os.remove(left)
+            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
 def test_successor_leaves_reused_pids_alone():
