@@ -160,7 +160,7 @@ def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
 
 def test_local_ranks_filter_hides_rank_1_on_the_console_only():
     with tempfile.TemporaryDirectory() as d:
-        r = launch("--nproc-per-node", "2", "--local-ranks-filter", "0", "--log-dir", d, WORKER)
+        r = launch("--nproc-per-node", "2", "--local-ranks-filter", "0", "--tee", "3", "--log-dir", d, WORKER)
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         check("[rank 0]: out from rank 0" in r.stdout, f"rank 0 hidden: {r.stdout}")
         check("from rank 1" not in r.stdout + r.stderr, f"rank 1 on the console: {r.stdout}{r.stderr}")
