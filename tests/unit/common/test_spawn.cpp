@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "common/spawn.hpp"
@@ -70,9 +71,8 @@ TEST_CASE("the child leads its own session, and SIGPIPE and caught signals are b
   int out[2];
   REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
   SpawnRequest r;
-  r.program = "/bin/sh";
-  // SigIgn/SigCgt of the child as /proc shows them, and its session id against its pid
-  r.argv = {"sh", "-c", "grep -E '^Sig(Ign|Cgt|Blk)' /proc/$$/status; echo sid=$(cut -d' ' -f6 /proc/$$/stat) pid=$$"};
+  r.program = "/bin/cat";  // no shell between: /proc/self is the spawned program itself
+  r.argv = {"cat", "/proc/self/status", "/proc/self/stat"};
   r.stdout_fd = out[1];
   auto res = spawn_process(r);
   ::close(out[1]);
@@ -82,11 +82,19 @@ TEST_CASE("the child leads its own session, and SIGPIPE and caught signals are b
   ::close(out[0]);
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGUSR1, SIG_DFL);
-  CHECK(text.find("SigBlk:\t0000000000000000") != std::string::npos);
-  auto ign = text.substr(text.find("SigIgn:\t") + 8, 16);
-  CHECK((std::stoull(ign, nullptr, 16) & (1ull << (SIGPIPE - 1))) == 0);
-  auto sid = text.substr(text.find("sid=") + 4);
-  auto pid = text.substr(text.find("pid=") + 4);
-  CHECK(std::stoi(sid) == std::stoi(pid));
-  CHECK(std::stoi(pid) == res.pid);
+  auto field = [&](const std::string& name) {
+    auto at = text.find(name + ":\t");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(text.substr(at + name.size() + 2, 16), nullptr, 16);
+  };
+  CHECK(field("SigBlk") == 0);
+  CHECK((field("SigIgn") & (1ull << (SIGPIPE - 1))) == 0);
+  CHECK((field("SigCgt") & (1ull << (SIGUSR1 - 1))) == 0);
+  // /proc/self/stat: pid (comm) state ppid pgrp session ...
+  auto stat = text.substr(text.rfind(") ") + 2);
+  int ppid = 0, pgrp = 0, session = 0;
+  char state = 0;
+  REQUIRE(std::sscanf(stat.c_str(), "%c %d %d %d", &state, &ppid, &pgrp, &session) == 4);
+  CHECK(session == res.pid);
+  CHECK(pgrp == res.pid);
 }
