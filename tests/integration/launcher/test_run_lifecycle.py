@@ -8,7 +8,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, TestFailure, check, free_port, read_events, run_tests, wait_dead
+from harness import (DDP_LAUNCH, PYTHON, TestFailure, check, free_port, read_events, remove_matching, run_tests,
+                     wait_dead)
 
 
 def start(*args, events):
@@ -105,6 +106,39 @@ def test_signal_while_the_store_host_is_unreachable_stops_at_once():
         check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
 
 
+def test_signal_while_waiting_for_the_next_round_stops_at_once():
+    # Two nodes run a round; one is SIGKILLed: the other stops its workers and waits for a new
+    # round it cannot get (nnodes 2:3) until the join timeout; a SIGTERM ends that wait.
+    with tempfile.TemporaryDirectory() as d:
+        port = free_port()
+        run_id = f"sig-next-round-{os.getpid()}"
+        conf = ("last_call_timeout=1", "heartbeat_timeout=2")
+        worker = ["--no-python", "/bin/sleep", "60"]
+        a_ev, b_ev = os.path.join(d, "a.jsonl"), os.path.join(d, "b.jsonl")
+        a = start(*c10d(port, run_id, *conf)[:-2], *worker, events=a_ev)
+        b = None
+        try:
+            wait_event(a, a_ev, "started", 30)
+            b = start(*c10d(port, run_id, *conf)[:-2], *worker, events=b_ev)
+            wait_event(a, a_ev, "rendezvous_complete", 30)
+            rank = wait_event(a, a_ev, "rank_started", 30)[0]["pid"]
+            b.kill()
+            b.wait(timeout=10)
+            wait_event(a, a_ev, "round_ended", 30)
+            check(not wait_dead([rank], 10), "node a did not stop its workers after the round ended")
+            time.sleep(0.5)  # into the wait for the next round
+            check(a.poll() is None, f"node a exited ({a.returncode}) instead of waiting for a new round")
+            rc, took, err = stop_and_time(a, signal.SIGTERM, 10)
+            check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
+        finally:
+            for p in (a, b):
+                if p and p.poll() is None:
+                    p.kill()
+                    p.wait()
+            # the SIGKILLed node's process record (its guardian removed its temporary run dir)
+            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+
+
 def test_sigterm_during_a_large_spawn_stops_it_and_leaves_no_rank():
     n = 3000
     with tempfile.TemporaryDirectory() as d:
@@ -176,6 +210,7 @@ def test_a_worker_python_without_torch_is_named_with_the_fix():
 run_tests([
     test_signal_while_waiting_for_rendezvous_nodes_stops_at_once,
     test_signal_while_the_store_host_is_unreachable_stops_at_once,
+    test_signal_while_waiting_for_the_next_round_stops_at_once,
     test_sigterm_during_a_large_spawn_stops_it_and_leaves_no_rank,
     test_restart_messages_in_order_and_a_final_success_line,
     test_a_worker_python_without_torch_is_named_with_the_fix,
