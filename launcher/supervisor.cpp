@@ -566,7 +566,8 @@ class Supervisor {
       auto it = live_by_pid_.find(info.si_pid);
       if (it == live_by_pid_.end()) break;
       int status = 0;
-      if (::waitpid(info.si_pid, &status, WNOHANG) == info.si_pid) on_reaped(*it->second, status, now);
+      if (::waitpid(info.si_pid, &status, WNOHANG) != info.si_pid) break;  // never peek the same one twice
+      on_reaped(*it->second, status, now);
     }
     for (auto& w : workers_) {
       int status = 0;
