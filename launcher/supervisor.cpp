@@ -537,7 +537,17 @@ class Supervisor {
 
   void arm_signals() {
     signals_.async_wait([this](boost::system::error_code ec, int signo) {
-      if (ec) return;
+      if (ec || finished_) return;
+      if (machine_.finished_with()) {
+        // Finishing: waiting for the other nodes at the exit barrier, or for the last output.
+        // torchrun's agent re-raises a signal there too: stop waiting, 128+signo.
+        spdlog::warn("received {} while finishing; not waiting any longer", signal_name(signo));
+        exit_code_ = 128 + signo;
+        rdzv_finished_ = true;
+        drain_timer_.cancel();
+        finish_now();
+        return;
+      }
       spdlog::warn("received {}; stopping the workers", signal_name(signo));
       dispatch(event::SignalReceived{signo});
       arm_signals();
@@ -727,7 +737,6 @@ class Supervisor {
     grace_timer_.cancel();
     backoff_timer_.cancel();
     rendezvous_timer_.cancel();
-    signals_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
     drain_timer_.async_wait([this](boost::system::error_code) { finish_now(); });

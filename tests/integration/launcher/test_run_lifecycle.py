@@ -139,6 +139,34 @@ def test_signal_while_waiting_for_the_next_round_stops_at_once():
             remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
+def test_signal_at_the_exit_barrier_stops_at_once():
+    # The store host's rank is done; the other node's runs on: the host keeps the rendezvous store up
+    # for it (exit_barrier_timeout, 300 s). A SIGTERM there ends the wait, as torchrun's agent does.
+    with tempfile.TemporaryDirectory() as d:
+        port = free_port()
+        run_id = f"sig-exit-barrier-{os.getpid()}"
+        a_ev, b_ev = os.path.join(d, "a.jsonl"), os.path.join(d, "b.jsonl")
+        base = c10d(port, run_id, "last_call_timeout=1")[:-2]
+        base[base.index("2:3")] = "2"
+        a = start(*base, "--no-python", "/bin/true", events=a_ev)
+        b = None
+        try:
+            wait_event(a, a_ev, "started", 30)
+            b = start(*base, "--no-python", "/bin/sleep", "60", events=b_ev)
+            wait_event(a, a_ev, "rank_exited", 30)
+            time.sleep(1.0)  # into the exit barrier
+            check(a.poll() is None, f"the host exited ({a.returncode}) instead of waiting for the other node")
+            rc, took, err = stop_and_time(a, signal.SIGTERM, 10)
+            check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
+            check("while finishing; not waiting any longer" in err, f"log: {err[-1500:]}")
+        finally:
+            for p in (a, b):
+                if p and p.poll() is None:
+                    p.kill()
+                    p.wait()
+            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+
+
 def test_sigterm_during_a_large_spawn_stops_it_and_leaves_no_rank():
     n = 3000
     with tempfile.TemporaryDirectory() as d:
@@ -211,6 +239,7 @@ run_tests([
     test_signal_while_waiting_for_rendezvous_nodes_stops_at_once,
     test_signal_while_the_store_host_is_unreachable_stops_at_once,
     test_signal_while_waiting_for_the_next_round_stops_at_once,
+    test_signal_at_the_exit_barrier_stops_at_once,
     test_sigterm_during_a_large_spawn_stops_it_and_leaves_no_rank,
     test_restart_messages_in_order_and_a_final_success_line,
     test_a_worker_python_without_torch_is_named_with_the_fix,
