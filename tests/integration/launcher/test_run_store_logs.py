@@ -284,6 +284,23 @@ def test_live_supervisor_is_never_swept():
             remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
+def test_cleanup_tolerates_a_run_dir_removed_meanwhile():
+    # The CI flake of test_live_supervisor_is_never_swept: the cleanup's glob found a killed
+    # supervisor's temporary run dir, which its guardian removed before the rmtree got there.
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "ddp-launch-x-1", "attempt_0", "0"))
+        open(os.path.join(d, "ddp-launch-x-2.processes.json"), "w").close()
+        found = glob.glob(os.path.join(d, "ddp-launch-x-*"))
+        check(len(found) == 2, f"fixture: {found}")
+        for p in found:  # the guardian (and a successor) remove them meanwhile
+            os.rename(p, os.path.join(d, "gone-" + os.path.basename(p)))
+        for p in found:
+            remove_path(p)  # raised FileNotFoundError in the cleanups before
+        remove_matching(os.path.join(d, "ddp-launch-x-*"))
+        check(sorted(os.listdir(d)) == sorted("gone-" + os.path.basename(p) for p in found),
+              f"removed what it was not asked to: {os.listdir(d)}")
+
+
 def test_successor_leaves_reused_pids_alone():
     with tempfile.TemporaryDirectory() as d:
         bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
@@ -317,5 +334,6 @@ run_tests([
     test_successor_on_the_same_log_dir_sweeps_what_a_supervisor_killed_with_its_guardian_left,
     test_successor_with_the_same_run_id_sweeps_too,
     test_live_supervisor_is_never_swept,
+    test_cleanup_tolerates_a_run_dir_removed_meanwhile,
     test_successor_leaves_reused_pids_alone,
 ])
