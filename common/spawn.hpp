@@ -26,8 +26,8 @@ struct SpawnRequest {
 
 struct SpawnResult {
   pid_t pid = -1;
-  int error = 0;      // errno of the step that failed (the child was reaped)
-  std::string what;   // that step, e.g. "execve"
+  int error = 0;     // errno of the step that failed (the child was reaped)
+  std::string what;  // that step, e.g. "execve"
   bool ok() const { return pid > 0; }
 };
 

@@ -39,8 +39,8 @@ ErrorFileRecord error_file_record(std::string_view text, std::string_view path) 
     std::string why = e.what();
     // The parser quotes the text up to the bad byte: the whole text follows instead.
     if (auto cut = why.find("; last read:"); cut != std::string::npos) why.erase(cut);
-    return ErrorFileRecord{fmt::format("(error file {} is not a torchelastic error record: {}) its text: {}{}", path, why,
-                                       text.substr(0, kMax), text.size() > kMax ? " [...]" : ""),
+    return ErrorFileRecord{fmt::format("(error file {} is not a torchelastic error record: {}) its text: {}{}", path,
+                                       why, text.substr(0, kMax), text.size() > kMax ? " [...]" : ""),
                            std::nullopt};
   }
 }

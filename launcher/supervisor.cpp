@@ -1,9 +1,9 @@
 #include "launcher/supervisor.hpp"
 
+#include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,9 +35,9 @@
 #include "common/proc.hpp"
 #include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
+#include "launcher/failure_hints.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
-#include "launcher/failure_hints.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
@@ -164,7 +164,8 @@ class EventLog {
 struct Stream {
   explicit Stream(asio::io_context& io) : pipe(io) {}
   asio::posix::stream_descriptor pipe;  // the read end
-  OutputLines lines;  // for the console, the metrics and the summary; the file gets the bytes as read
+  // For the console, the metrics and the summary; the file gets the bytes as read.
+  OutputLines lines;
   std::vector<char> buf = std::vector<char>(64 * 1024);
   bool open = true;
   bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
@@ -671,7 +672,8 @@ class Supervisor {
       return;
     }
     constexpr std::size_t kPerTurn = 8;
-    for (const std::size_t end = std::min(plan_.size(), next + kPerTurn); next < end; ++next) spawn(plan_[next], attempt);
+    const std::size_t end = std::min(plan_.size(), next + kPerTurn);
+    for (; next < end; ++next) spawn(plan_[next], attempt);
     if (next < plan_.size()) {
       asio::post(io_, [this, attempt, next] { spawn_from(attempt, next); });
       return;
@@ -770,8 +772,10 @@ class Supervisor {
       spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
                    machine_.attempt(), config_.max_restarts);
     }
-    events_.emit("finished", {{"exit_code", exit_code_}, {"state", group_state_name(machine_.state())},
-                              {"attempts", machine_.attempt() + 1}, {"restarts", machine_.attempt()}});
+    events_.emit("finished", {{"exit_code", exit_code_},
+                              {"state", group_state_name(machine_.state())},
+                              {"attempts", machine_.attempt() + 1},
+                              {"restarts", machine_.attempt()}});
     child_signal_.cancel();
     for (auto& w : workers_) {
       boost::system::error_code ec;
@@ -844,9 +848,10 @@ class Supervisor {
     int out_fds[2] = {-1, -1};
     int err_fds[2] = {-1, -1};
     if (::pipe2(out_fds, O_CLOEXEC) != 0 || ::pipe2(err_fds, O_CLOEXEC) != 0) {
-      throw Error(fmt::format("cannot start rank {}: no pipe for its output ({}); raise the open files limit "
-                              "(ulimit -n) or start fewer ranks (--nproc-per-node)",
-                              ranks.rank, std::strerror(errno)));
+      throw Error(
+          fmt::format("cannot start rank {}: no pipe for its output ({}); raise the open files limit "
+                      "(ulimit -n) or start fewer ranks (--nproc-per-node)",
+                      ranks.rank, std::strerror(errno)));
     }
     w->out.pipe.assign(out_fds[0]);
     w->err.pipe.assign(err_fds[0]);

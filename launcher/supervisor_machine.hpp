@@ -170,8 +170,8 @@ class SupervisorMachine {
   std::optional<double> teardown_began_;
   std::vector<int> teardown_signals_;  // what this attempt's teardown sent so far
   bool rendezvous_timed_out_ = false;
-  int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
-  int restarts_spent_ = 0;     // restarts after failures (membership changes are free)
+  int stop_signal_ = 0;     // the handled signal that stopped the group (0: a failure did)
+  int restarts_spent_ = 0;  // restarts after failures (membership changes are free)
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
   bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
   std::optional<int> exit_code_;

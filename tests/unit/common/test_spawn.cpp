@@ -45,7 +45,7 @@ TEST_CASE("a spawned program gets its argv, exactly the given environment, the p
   ::close(out[1]);
   ::close(err[1]);
   REQUIRE(res.ok());
-  CHECK(read_all(out[0]) == "zero arg1 hello\n");  // `cat` read EOF at once: stdin is /dev/null
+  CHECK(read_all(out[0]) == "zero arg1 hello\n");                    // `cat` read EOF at once: stdin is /dev/null
   CHECK(read_all(err[0]).find("only 3 vars") != std::string::npos);  // GREETING, PATH and sh's own PWD
   int status = wait_status(res.pid);
   CHECK(WIFEXITED(status));
