@@ -94,16 +94,24 @@ def test_signal_while_waiting_for_rendezvous_nodes_stops_at_once():
                     if p and p.poll() is None:
                         p.kill()
                         p.wait()
+                remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
 def test_signal_while_the_store_host_is_unreachable_stops_at_once():
     with tempfile.TemporaryDirectory() as d:
         ev = os.path.join(d, "events.jsonl")
         # nobody hosts this endpoint: the node retries the connection for the join timeout (600 s)
-        node = start(*c10d(free_port(), f"sig-unreachable-{os.getpid()}", "is_host=0"), events=ev)
-        wait_event(node, ev, "started", 30)
-        rc, took, err = stop_and_time(node, signal.SIGTERM, 10)
-        check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
+        run_id = f"sig-unreachable-{os.getpid()}"
+        node = start(*c10d(free_port(), run_id, "is_host=0"), events=ev)
+        try:
+            wait_event(node, ev, "started", 30)
+            rc, took, err = stop_and_time(node, signal.SIGTERM, 10)
+            check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
+        finally:
+            if node.poll() is None:
+                node.kill()
+                node.wait()
+            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
 def test_signal_while_waiting_for_the_next_round_stops_at_once():
