@@ -38,6 +38,12 @@ std::string make_token(const std::string& name) {
 
 std::string prefix(const RendezvousConfig& c) { return fmt::format("rdzv/{}/", c.run_id); }
 
+// A reason may quote what a node sent (its leave message): any bytes. Replaced where not UTF-8,
+// never a throw that would take the host (and every node's rendezvous) down.
+std::string reason_json(const std::string& reason, bool closed) {
+  return json{{"reason", reason}, {"closed", closed}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 json node_json(const RdzvNodeInfo& n) {
   return {{"token", n.token}, {"host", n.host}, {"nproc", n.nproc}, {"hint", n.rank_hint}, {"seq", n.seq}};
 }
@@ -137,7 +143,7 @@ class RendezvousHost : public Rendezvous {
           "the rendezvous host {} finished and closed its store after waiting exit_barrier_timeout ({} s) for the "
           "other nodes to finish",
           self_.host, std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count());
-      auto msg = json{{"reason", reason}, {"closed", true}}.dump();
+      auto msg = reason_json(reason, true);
       for (const auto& s : machine_.current().nodes) {
         if (s.token != self_.token) server_->set_local(fmt::format("{}wake/{}/{}", p_, s.token, machine_.round()), msg);
       }
@@ -243,7 +249,7 @@ class RendezvousHost : public Rendezvous {
 
   void perform(const rdzv_decision::EndRound& e) {
     spdlog::warn("rendezvous round {} ends: {}", e.round, e.reason);
-    auto msg = json{{"reason", e.reason}, {"closed", false}}.dump();
+    auto msg = reason_json(e.reason, false);
     bool self = false;
     for (const auto& t : e.members) {
       if (t == self_.token) {
@@ -256,7 +262,7 @@ class RendezvousHost : public Rendezvous {
   }
 
   void perform(const rdzv_decision::Close& c) {
-    auto msg = json{{"reason", c.reason}, {"closed", true}}.dump();
+    auto msg = reason_json(c.reason, true);
     bool self = false;
     for (const auto& t : c.members) {
       if (t == self_.token) {
@@ -277,7 +283,7 @@ class RendezvousHost : public Rendezvous {
   }
 
   void perform(const rdzv_decision::Reject& r) {
-    auto msg = json{{"reason", r.reason}, {"closed", true}}.dump();
+    auto msg = reason_json(r.reason, true);
     if (r.node.token == self_.token) {
       if (cb_.closed) cb_.closed(r.reason);
       return;

@@ -1,5 +1,7 @@
 #include "launcher/root_cause.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +29,20 @@ ErrorFileRecord parse_error_file(std::string_view text) {
     }
   }
   return r;
+}
+
+ErrorFileRecord error_file_record(std::string_view text, std::string_view path) {
+  try {
+    return parse_error_file(text);
+  } catch (const std::exception& e) {
+    constexpr std::size_t kMax = 64 * 1024;
+    std::string why = e.what();
+    // The parser quotes the text up to the bad byte: the whole text follows instead.
+    if (auto cut = why.find("; last read:"); cut != std::string::npos) why.erase(cut);
+    return ErrorFileRecord{fmt::format("(error file {} is not a torchelastic error record: {}) its text: {}{}", path,
+                                       why, text.substr(0, kMax), text.size() > kMax ? " [...]" : ""),
+                           std::nullopt};
+  }
 }
 
 bool record_says_lost_peer(const std::optional<ErrorFileRecord>& error_file,

@@ -35,6 +35,10 @@ struct ErrorFileRecord {
 // From the file's text: {"message": {"message": …, "extraInfo": {…}}} or the older
 // {"message": "…", "timestamp": …}. Throws nlohmann::json::exception on anything else.
 ErrorFileRecord parse_error_file(std::string_view text);
+// Never throws: a file that is not such JSON (a raw NUL or control byte, bytes that are not UTF-8,
+// a truncated write) is quoted whole (up to 64 KiB) after what is wrong with it, so nothing the
+// rank wrote is cut off at the bad byte (the JSON parser's own message stops there).
+ErrorFileRecord error_file_record(std::string_view text, std::string_view path);
 
 // What a failed rank's own records say, read by the shell when it writes the summary.
 struct FailureRecord {

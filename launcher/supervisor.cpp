@@ -1,9 +1,9 @@
 #include "launcher/supervisor.hpp"
 
+#include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,15 +11,10 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/process/args.hpp>
-#include <boost/process/async_pipe.hpp>
-#include <boost/process/child.hpp>
-#include <boost/process/env.hpp>
-#include <boost/process/exe.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/io.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -34,13 +29,17 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "common/proc.hpp"
+#include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
+#include "launcher/failure_hints.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/metrics_recorder.hpp"
+#include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
 #include "launcher/root_cause.hpp"
 #include "launcher/supervisor_machine.hpp"
@@ -48,7 +47,6 @@
 #include "store/server.hpp"
 
 namespace asio = boost::asio;
-namespace bp = boost::process;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -79,6 +77,12 @@ class Console {
     }
     cv_.notify_one();
     thread_.join();
+  }
+  // Waits (at most `limit`) until everything queued so far is written: a log line that follows
+  // console text (the restart after a failure summary) comes after it.
+  void drain(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    idle_.wait_for(lock, limit, [&] { return queue_.empty() && !writing_; });
   }
   void write(FILE* stream, std::string text) {
     {
@@ -111,15 +115,20 @@ class Console {
       queue_.pop_front();
       queued_bytes_ -= item.text.size();
       std::size_t dropped = std::exchange(dropped_, 0);
+      writing_ = true;
       lock.unlock();
       if (dropped) std::fprintf(item.stream, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped);
       std::fwrite(item.text.data(), 1, item.text.size(), item.stream);
       std::fflush(item.stream);
       lock.lock();
+      writing_ = false;
+      if (queue_.empty()) idle_.notify_all();
     }
   }
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable idle_;
+  bool writing_ = false;
   std::deque<Item> queue_;
   std::size_t queued_bytes_ = 0;
   std::size_t dropped_ = 0;
@@ -141,7 +150,9 @@ class EventLog {
     if (!file_) return;
     fields["event"] = name;
     fields["time"] = now_seconds();
-    auto line = fields.dump() + "\n";
+    // A worker's bytes (an error file's message, a node's leave reason) need not be UTF-8: replaced,
+    // never a throw; NUL is escaped (\u0000) like any control character.
+    auto line = fields.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     std::fwrite(line.data(), 1, line.size(), file_);
     std::fflush(file_);
   }
@@ -150,27 +161,11 @@ class EventLog {
   FILE* file_ = nullptr;
 };
 
-// Runs in the child between fork and exec.
-struct WorkerSetup : bp::extend::handler {
-  pid_t supervisor = 0;
-  std::vector<int> cgroup_procs;  // the rank's cgroup.procs files (launcher/cgroup.hpp)
-  template <typename Executor>
-  void on_exec_setup(Executor&) const {
-    for (int fd : cgroup_procs) [[maybe_unused]] auto n = ::write(fd, "0", 1);  // before anything it starts
-    ::setsid();  // its own session and process group: signals reach its descendants too
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before PDEATHSIG was armed
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);  // ignored dispositions survive exec; workers expect the default
-  }
-};
-
 struct Stream {
   explicit Stream(asio::io_context& io) : pipe(io) {}
-  bp::async_pipe pipe;
-  std::string partial;
+  asio::posix::stream_descriptor pipe;  // the read end
+  // For the console, the metrics and the summary; the file gets the bytes as read.
+  OutputLines lines;
   std::vector<char> buf = std::vector<char>(64 * 1024);
   bool open = true;
   bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
@@ -218,6 +213,9 @@ class Supervisor {
         node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {}
 
   int run() {
+    // Handled from the start: a signal while the supervisor waits for a rendezvous round (before
+    // any worker exists) ends the run at once, as torchrun's.
+    for (int s : config_.handled_signals) signals_.add(s);
     sweep_predecessor();
     // A temporary run directory is garbage once the guardian has cleaned up after a SIGKILLed us.
     if (config_.remove_run_dir) guardian_.remove_on_death(config_.run_dir);
@@ -229,7 +227,6 @@ class Supervisor {
       forget_startup();  // e.g. a FileStore in use: nothing ran, so nothing of this run stays behind
       throw;
     }
-    for (int s : config_.handled_signals) signals_.add(s);
     arm_signals();
     arm_sigchld();
     events_.emit("started", {{"run_id", config_.run_id},
@@ -541,7 +538,17 @@ class Supervisor {
 
   void arm_signals() {
     signals_.async_wait([this](boost::system::error_code ec, int signo) {
-      if (ec) return;
+      if (ec || finished_) return;
+      if (machine_.finished_with()) {
+        // Finishing: waiting for the other nodes at the exit barrier, or for the last output.
+        // torchrun's agent re-raises a signal there too: stop waiting, 128+signo.
+        spdlog::warn("received {} while finishing; not waiting any longer", signal_name(signo));
+        exit_code_ = 128 + signo;
+        rdzv_finished_ = true;
+        drain_timer_.cancel();
+        finish_now();
+        return;
+      }
       spdlog::warn("received {}; stopping the workers", signal_name(signo));
       dispatch(event::SignalReceived{signo});
       arm_signals();
@@ -561,38 +568,53 @@ class Supervisor {
   // between them by evidence, not by the rank order of this loop.
   void reap() {
     const double now = now_seconds();
-    for (auto& w : workers_) {
-      if (!w->alive) continue;
+    // Which child exited, without reaping it (it may be the guardian, which is not ours to reap):
+    // O(1) per exit. A child that is not a worker ends the peeking; a scan of the workers then
+    // reaps what the peek could not reach.
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+      auto it = live_by_pid_.find(info.si_pid);
+      if (it == live_by_pid_.end()) break;
       int status = 0;
-      pid_t r = ::waitpid(w->pid, &status, WNOHANG);
-      if (r != w->pid) continue;
-      w->alive = false;
-      RankExit x;
-      x.local_rank = w->ranks.local_rank;
-      x.pid = w->pid;
-      x.time = now;
-      if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
-      int attempt = machine_.attempt();
-      auto actions = machine_.on(event::RankExited{x});
-      // The peers' teardown signal goes out before anything is written: the event file is off the
-      // critical path of failure detection. The stream still reads rank_exited, then group_stopping.
-      for (const auto& a : actions) {
-        if (const auto* sg = std::get_if<action::SignalGroup>(&a)) signal_live_workers(sg->signo);
-      }
-      events_.emit("rank_exited", {{"attempt", attempt},
-                                   {"rank", w->ranks.rank},
-                                   {"local_rank", x.local_rank},
-                                   {"pid", x.pid},
-                                   {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
-                                   {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)},
-                                   {"oom", oom_killed(*w, attempt, x)}});
-      for (const auto& a : actions) {
-        if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
-          announce_stopping(sg->signo);
-        } else {
-          std::visit([this](const auto& act) { perform(act); }, a);
-        }
+      if (::waitpid(info.si_pid, &status, WNOHANG) != info.si_pid) break;  // never peek the same one twice
+      on_reaped(*it->second, status, now);
+    }
+    for (auto& w : workers_) {
+      int status = 0;
+      if (w->alive && ::waitpid(w->pid, &status, WNOHANG) == w->pid) on_reaped(*w, status, now);
+    }
+  }
+
+  void on_reaped(Worker& worker, int status, double now) {
+    Worker* w = &worker;
+    live_by_pid_.erase(w->pid);
+    w->alive = false;
+    RankExit x;
+    x.local_rank = w->ranks.local_rank;
+    x.pid = w->pid;
+    x.time = now;
+    if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
+    int attempt = machine_.attempt();
+    auto actions = machine_.on(event::RankExited{x});
+    // The peers' teardown signal goes out before anything is written: the event file is off the
+    // critical path of failure detection. The stream still reads rank_exited, then group_stopping.
+    for (const auto& a : actions) {
+      if (const auto* sg = std::get_if<action::SignalGroup>(&a)) signal_live_workers(sg->signo);
+    }
+    events_.emit("rank_exited", {{"attempt", attempt},
+                                 {"rank", w->ranks.rank},
+                                 {"local_rank", x.local_rank},
+                                 {"pid", x.pid},
+                                 {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
+                                 {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)},
+                                 {"oom", oom_killed(worker, attempt, x)}});
+    for (const auto& a : actions) {
+      if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
+        announce_stopping(sg->signo);
+      } else {
+        std::visit([this](const auto& act) { perform(act); }, a);
       }
     }
   }
@@ -637,8 +659,26 @@ class Supervisor {
     std::error_code ec;
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
-    for (const auto& ranks : plan_) spawn(ranks, a.attempt);
-    if (store_ || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(a.attempt);
+    spawn_from(a.attempt, 0);
+  }
+
+  // A few ranks per turn of the event loop: a signal or a rank's failure meanwhile is acted on
+  // between them, and stops the spawning (the machine learns which ranks never started).
+  void spawn_from(int attempt, std::size_t next) {
+    if (machine_.state() != GroupState::Running || machine_.attempt() != attempt) {
+      spdlog::warn("stopped spawning the worker group: {} of {} ranks started", next, plan_.size());
+      record_processes();
+      dispatch(event::SpawnAbandoned{attempt, static_cast<int>(next)});
+      return;
+    }
+    constexpr std::size_t kPerTurn = 8;
+    const std::size_t end = std::min(plan_.size(), next + kPerTurn);
+    for (; next < end; ++next) spawn(plan_[next], attempt);
+    if (next < plan_.size()) {
+      asio::post(io_, [this, attempt, next] { spawn_from(attempt, next); });
+      return;
+    }
+    if (store_ || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
     record_processes();
   }
 
@@ -677,9 +717,10 @@ class Supervisor {
       return;
     }
     report_failures(false);
-    spdlog::warn("restarting the worker group: attempt {} of {} (after {} ms)", a.attempt, config_.max_restarts,
-                 a.after.count());
-    events_.emit("restarting", {{"attempt", a.attempt}});
+    console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
+    spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
+                 a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
+    events_.emit("restarting", {{"attempt", a.attempt}, {"failed_attempt", a.attempt - 1}});
     if (rdzv_) {
       // Every restart goes through a new round: the others learn of it and restart too.
       next_attempt_ = a.attempt;
@@ -698,7 +739,6 @@ class Supervisor {
     grace_timer_.cancel();
     backoff_timer_.cancel();
     rendezvous_timer_.cancel();
-    signals_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
     drain_timer_.async_wait([this](boost::system::error_code) { finish_now(); });
@@ -727,8 +767,15 @@ class Supervisor {
     }
     finished_ = true;
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
-    events_.emit("finished", {{"exit_code", exit_code_}, {"state", group_state_name(machine_.state())},
-                              {"attempts", machine_.attempt() + 1}});
+    if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
+      console_.drain(std::chrono::seconds(2));  // after the workers' last lines
+      spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
+                   machine_.attempt(), config_.max_restarts);
+    }
+    events_.emit("finished", {{"exit_code", exit_code_},
+                              {"state", group_state_name(machine_.state())},
+                              {"attempts", machine_.attempt() + 1},
+                              {"restarts", machine_.attempt()}});
     child_signal_.cancel();
     for (auto& w : workers_) {
       boost::system::error_code ec;
@@ -778,9 +825,9 @@ class Supervisor {
     int tee = mask_of(config_.tee);
     bool shown = local >= config_.console_ranks.size() || config_.console_ranks[local];
     for (auto [stream, bit, name] : {std::tuple{&w->out, 1, "stdout.log"}, std::tuple{&w->err, 2, "stderr.log"}}) {
-      // torchrun: a redirected stream goes to its file only, a teed one to the file and the console.
-      stream->console = shown && (!(redirect & bit) || (tee & bit));
-      if (config_.log_to_files || ((redirect | tee) & bit)) stream->file.open(dir / name);
+      auto route = route_stream(redirect, tee, bit, shown);
+      stream->console = route.console;
+      if (route.file) stream->file.open(dir / name, std::ios::binary);
     }
 
     WorkerEnvInput in;
@@ -798,23 +845,35 @@ class Supervisor {
     in.base_env = config_.base_env;
     auto launch = make_worker_launch(in, config_.worker_argv);
 
-    bp::environment env;
-    for (const auto& [k, v] : launch.env) env[k] = v;
-    std::vector<std::string> args(launch.argv.begin() + 1, launch.argv.end());
-    WorkerSetup setup;
-    setup.supervisor = ::getpid();
-    setup.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
-    std::error_code ec;
-    bp::child child(bp::exe = launch.argv[0], bp::args = args, env, bp::std_in<bp::null, bp::std_out> w->out.pipe,
-                    bp::std_err > w->err.pipe, setup, ec);
-    for (int fd : setup.cgroup_procs) ::close(fd);
-    if (ec) {
-      throw Error(fmt::format("cannot start rank {}: {} ({}): {}", ranks.rank, launch.argv[0], ec.message(),
-                              "check the program path, or pass --python/--no-python"));
+    int out_fds[2] = {-1, -1};
+    int err_fds[2] = {-1, -1};
+    if (::pipe2(out_fds, O_CLOEXEC) != 0 || ::pipe2(err_fds, O_CLOEXEC) != 0) {
+      throw Error(
+          fmt::format("cannot start rank {}: no pipe for its output ({}); raise the open files limit "
+                      "(ulimit -n) or start fewer ranks (--nproc-per-node)",
+                      ranks.rank, std::strerror(errno)));
     }
-    w->pid = child.id();
+    w->out.pipe.assign(out_fds[0]);
+    w->err.pipe.assign(err_fds[0]);
+    SpawnRequest req;
+    req.program = launch.argv[0];
+    req.argv = launch.argv;
+    req.env.reserve(launch.env.size());
+    for (const auto& [k, v] : launch.env) req.env.push_back(k + "=" + v);
+    req.stdout_fd = out_fds[1];
+    req.stderr_fd = err_fds[1];
+    req.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
+    auto child = spawn_process(req);  // O(1) in our memory: common/spawn.hpp
+    for (int fd : req.cgroup_procs) ::close(fd);
+    ::close(out_fds[1]);
+    ::close(err_fds[1]);
+    if (!child.ok()) {
+      throw Error(fmt::format("cannot start rank {}: {} ({}: {}): {}", ranks.rank, launch.argv[0], child.what,
+                              std::strerror(child.error), "check the program path, or pass --python/--no-python"));
+    }
+    w->pid = child.pid;
     w->alive = true;
-    child.detach();  // we reap it ourselves on SIGCHLD
+    live_by_pid_[w->pid] = w.get();  // we reap it ourselves on SIGCHLD
     guardian_.watch(w->pid);
     events_.emit("rank_started", {{"attempt", attempt},
                                   {"rank", ranks.rank},
@@ -830,25 +889,19 @@ class Supervisor {
     s.pipe.async_read_some(asio::buffer(s.buf), [this, w, &s, console](boost::system::error_code ec,
                                                                         std::size_t n) {
       if (ec) {
-        if (!s.partial.empty()) emit_line(w, s, console, std::exchange(s.partial, {}));
+        if (auto last = s.lines.finish()) emit_line(w, s, console, std::move(*last));
         s.open = false;
         maybe_finish_drained();
         return;
       }
-      std::string_view data(s.buf.data(), n);
-      std::size_t start = 0;
-      for (std::size_t nl; (nl = data.find('\n', start)) != std::string_view::npos; start = nl + 1) {
-        s.partial.append(data.substr(start, nl - start));
-        emit_line(w, s, console, std::exchange(s.partial, {}));
-      }
-      s.partial.append(data.substr(start));
-      if (s.partial.size() > 64 * 1024) emit_line(w, s, console, std::exchange(s.partial, {}));
+      // The file gets the worker's bytes exactly (long lines, binary, a last line without newline).
+      if (s.file.is_open()) s.file.write(s.buf.data(), static_cast<std::streamsize>(n)).flush();
+      for (auto& line : s.lines.feed(std::string_view(s.buf.data(), n))) emit_line(w, s, console, std::move(line));
       read_stream(w, s, console);
     });
   }
 
   void emit_line(Worker* w, Stream& s, FILE* console, std::string line) {
-    if (s.file.is_open()) s.file << line << '\n' << std::flush;
     if (&s == &w->err) {
       w->last_stderr.push_back(line);
       if (w->last_stderr.size() > 20) w->last_stderr.pop_front();
@@ -1003,6 +1056,8 @@ class Supervisor {
           out += "    last stderr lines:\n";
           for (const auto& l : w->last_stderr) out += fmt::format("      {}\n", l);
         }
+        std::vector<std::string> tail(w->last_stderr.begin(), w->last_stderr.end());
+        if (auto hint = missing_torch_hint(tail, config_.worker_argv)) out += fmt::format("    Hint: {}\n", *hint);
       }
       first = false;
     }
@@ -1022,11 +1077,7 @@ class Supervisor {
     if (!in) return std::nullopt;
     std::stringstream text;
     text << in.rdbuf();
-    try {
-      return parse_error_file(text.str());
-    } catch (const std::exception& e) {
-      return ErrorFileRecord{fmt::format("(unreadable error file {}: {})", path.string(), e.what()), std::nullopt};
-    }
+    return error_file_record(text.str(), path.string());
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
@@ -1067,6 +1118,7 @@ class Supervisor {
   std::uint16_t master_port_ = 0;
   fs::path filestore_;  // StoreMode::File
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::unordered_map<pid_t, Worker*> live_by_pid_;  // workers not reaped yet, for reap()
   std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
@@ -1090,7 +1142,7 @@ bool SupervisorConfig::writes_log_files() const {
   auto any = [](const std::vector<int>& masks) {
     return std::any_of(masks.begin(), masks.end(), [](int m) { return m != 0; });
   };
-  return log_to_files || any(redirects) || any(tee);
+  return any(redirects) || any(tee);
 }
 
 int run_supervisor(const SupervisorConfig& config) {

@@ -100,7 +100,18 @@ std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
     if (e.signo == SIGINT) return {signal_group(SIGKILL)};  // Ctrl-C while stopping: no more waiting
     return {signal_group(e.signo)};
   }
-  if (state_ == GroupState::Restarting) return finish(GroupState::Interrupted, 128 + e.signo);
+  // Waiting for the first round (nothing spawned yet) or for the next attempt: nothing to stop.
+  if (state_ == GroupState::Init || state_ == GroupState::Restarting) {
+    stop_signal_ = e.signo;
+    return finish(GroupState::Interrupted, 128 + e.signo);
+  }
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::SpawnAbandoned& e) {
+  if (state_ != GroupState::Stopping || e.attempt != attempt_) return {};
+  for (auto i = static_cast<std::size_t>(std::max(e.first_unspawned, 0)); i < alive_.size(); ++i) alive_[i] = false;
+  if (live_ranks() == 0) return group_gone();
   return {};
 }
 

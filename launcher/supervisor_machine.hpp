@@ -4,11 +4,13 @@
 // (spawn the group, signal it, arm a timer, reset the store, finish). No processes, no clocks:
 // the shell (Supervisor) performs the actions and feeds back what happened.
 //
+//   INIT (waiting for the first rendezvous round): handled signal → INTERRUPTED at once
 //   start → spawn attempt 0 → RUNNING
 //   RUNNING: all ranks exit 0 → SUCCEEDED
 //            first non-zero exit → STOPPING(failure): SIGTERM every group, arm grace
 //            handled signal      → STOPPING(signal): forward it, arm grace
-//   STOPPING: grace fires → SIGKILL; second SIGINT → SIGKILL at once
+//   STOPPING: grace fires → SIGKILL; second SIGINT → SIGKILL at once; a spawn cut short by the
+//             stop (SpawnAbandoned): the ranks never started count as gone
 //             last rank gone → restart (if failure and budget left: backoff, reset store, respawn)
 //                              or FAILED / INTERRUPTED
 #include <chrono>
@@ -76,10 +78,16 @@ struct RoundEnded {
 struct RoundAdmitted {
   bool membership_changed = false;
 };
+// The shell stopped spawning the group after a signal or a failure stopped it: local ranks from
+// `first_unspawned` on never started, so the teardown must not wait for them.
+struct SpawnAbandoned {
+  int attempt;
+  int first_unspawned;
+};
 }  // namespace event
 using Event = std::variant<event::Start, event::RankStarted, event::RankExited, event::SignalReceived,
                            event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded,
-                           event::RoundAdmitted>;
+                           event::RoundAdmitted, event::SpawnAbandoned>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -146,6 +154,7 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::BackoffExpired&);
   std::vector<Action> handle(const event::RoundEnded&);
   std::vector<Action> handle(const event::RoundAdmitted&);
+  std::vector<Action> handle(const event::SpawnAbandoned&);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
   action::SignalGroup signal_group(int signo);  // remembered: a rank that dies of it was stopped by us
@@ -161,8 +170,8 @@ class SupervisorMachine {
   std::optional<double> teardown_began_;
   std::vector<int> teardown_signals_;  // what this attempt's teardown sent so far
   bool rendezvous_timed_out_ = false;
-  int stop_signal_ = 0;        // the handled signal that stopped the group (0: a failure did)
-  int restarts_spent_ = 0;     // restarts after failures (membership changes are free)
+  int stop_signal_ = 0;     // the handled signal that stopped the group (0: a failure did)
+  int restarts_spent_ = 0;  // restarts after failures (membership changes are free)
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
   bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
   std::optional<int> exit_code_;

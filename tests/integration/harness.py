@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -65,6 +66,30 @@ def alive(pid):
         return False
 
 
+def _ignore_missing(func, path, exc_info):
+    if not issubclass(exc_info[0], FileNotFoundError):
+        raise exc_info[1]
+
+
+def remove_path(path):
+    """Removes a file or a directory tree that another process may be removing at the same time (a
+    killed supervisor's guardian removes its temporary run directory /tmp/ddp-launch-*; a supervisor
+    its processes.json): whatever is already gone is fine, any other error is raised."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=_ignore_missing)
+        else:
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_matching(pattern):
+    """remove_path for each path the glob pattern matches (each may vanish before it is removed)."""
+    for path in glob.glob(pattern):
+        remove_path(path)
+
+
 def wait_dead(pids, seconds):
     """Waits up to `seconds` for every pid to be gone; returns the ones still alive."""
     deadline = time.monotonic() + seconds
@@ -86,9 +111,10 @@ def children(pid):
 
 
 def read_events(path):
-    """The JSON lines of a supervisor's --events file."""
+    """The JSON lines of a supervisor's --events file; while it runs, a last line not yet complete
+    (no newline) is left for the next read."""
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [json.loads(line) for line in f if line.endswith("\n") and line.strip()]
 
 
 class StoreProcess:

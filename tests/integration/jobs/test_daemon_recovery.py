@@ -8,7 +8,7 @@ import signal
 import time
 
 from daemon_harness import HERE, Daemon, alive, gated_job, supervisor_pids
-from harness import PYTHON, check, run_tests
+from harness import PYTHON, check, remove_matching, run_tests
 
 TORCH_TIMEOUT = 180
 
@@ -139,8 +139,7 @@ def test_supervisor_started_before_its_pid_was_committed_is_readopted():
         sup = pids[0]
         os.kill(sup, signal.SIGSTOP)  # as if the daemon restarted before the supervisor got this far
         try:
-            for record in glob.glob(os.path.join(d.state, "jobs", str(job), "run-0", "logs", "*", "processes.json")):
-                os.unlink(record)
+            remove_matching(os.path.join(d.state, "jobs", str(job), "run-0", "logs", "*", "processes.json"))
             d.start()
             j = d.job(job)
             check(j["pid"] == sup and j["state"] in ("STARTING", "RUNNING"), f"the supervisor is re-adopted: {j}")

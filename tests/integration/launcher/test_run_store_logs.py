@@ -6,12 +6,11 @@ import json
 import glob
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children
+from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children, remove_matching, remove_path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "store_logs_worker.py")
@@ -65,7 +64,7 @@ def test_filestore_stale_file_of_killed_run_is_removed_before_the_next():
         guardians = children(sup.pid) - set(pids)
         sup.kill()
         sup.wait(timeout=10)
-        shutil.rmtree(os.path.join(tempfile.gettempdir(), f"ddp-launch-none-{sup.pid}"), ignore_errors=True)
+        remove_path(os.path.join(tempfile.gettempdir(), f"ddp-launch-none-{sup.pid}"))
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(alive(p) for p in pids + list(guardians)):
             time.sleep(0.02)
@@ -156,12 +155,12 @@ def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
     for rank in (0, 1):
         check(read(os.path.join(m.group(1), "attempt_0", str(rank), "stdout.log")) == f"out from rank {rank}\n",
               f"rank {rank} stdout.log under {m.group(1)}")
-    shutil.rmtree(m.group(1))
+    remove_path(m.group(1))
 
 
 def test_local_ranks_filter_hides_rank_1_on_the_console_only():
     with tempfile.TemporaryDirectory() as d:
-        r = launch("--nproc-per-node", "2", "--local-ranks-filter", "0", "--log-dir", d, WORKER)
+        r = launch("--nproc-per-node", "2", "--local-ranks-filter", "0", "--tee", "3", "--log-dir", d, WORKER)
         check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         check("[rank 0]: out from rank 0" in r.stdout, f"rank 0 hidden: {r.stdout}")
         check("from rank 1" not in r.stdout + r.stderr, f"rank 1 on the console: {r.stdout}{r.stderr}")
@@ -181,7 +180,7 @@ def test_temporary_run_dir_removed_unless_it_holds_requested_logs():
     m = re.search(r"per-rank log files go under (\S+)", r.stderr)
     check(m and read(os.path.join(m.group(1), "attempt_0", "0", "stdout.log")) == "out from rank 0\n",
           f"the redirected output is gone: {r.stderr}")
-    shutil.rmtree(m.group(1))
+    remove_path(m.group(1))
 
 
 def test_bad_log_flag_values_are_usage_errors():
@@ -247,8 +246,7 @@ def test_successor_with_the_same_run_id_sweeps_too():
             lambda d: ["--rdzv-id", run_id],
             os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-node0.processes.json"))
     finally:  # the killed supervisor's temporary run directory
-        for left in glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*")):
-            shutil.rmtree(left) if os.path.isdir(left) else os.remove(left)
+        remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
 
 
 def test_live_supervisor_is_never_swept():
@@ -283,8 +281,24 @@ def test_live_supervisor_is_never_swept():
                 sup.kill()
                 sup.wait()
             # the killed run id's record and temporary run directory
-            for left in glob.glob(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*")):
-                shutil.rmtree(left) if os.path.isdir(left) else os.remove(left)
+            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+
+
+def test_cleanup_tolerates_a_run_dir_removed_meanwhile():
+    # The CI flake of test_live_supervisor_is_never_swept: the cleanup's glob found a killed
+    # supervisor's temporary run dir, which its guardian removed before the rmtree got there.
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "ddp-launch-x-1", "attempt_0", "0"))
+        open(os.path.join(d, "ddp-launch-x-2.processes.json"), "w").close()
+        found = glob.glob(os.path.join(d, "ddp-launch-x-*"))
+        check(len(found) == 2, f"fixture: {found}")
+        for p in found:  # the guardian (and a successor) remove them meanwhile
+            os.rename(p, os.path.join(d, "gone-" + os.path.basename(p)))
+        for p in found:
+            remove_path(p)  # raised FileNotFoundError in the cleanups before
+        remove_matching(os.path.join(d, "ddp-launch-x-*"))
+        check(sorted(os.listdir(d)) == sorted("gone-" + os.path.basename(p) for p in found),
+              f"removed what it was not asked to: {os.listdir(d)}")
 
 
 def test_successor_leaves_reused_pids_alone():
@@ -320,5 +334,6 @@ run_tests([
     test_successor_on_the_same_log_dir_sweeps_what_a_supervisor_killed_with_its_guardian_left,
     test_successor_with_the_same_run_id_sweeps_too,
     test_live_supervisor_is_never_swept,
+    test_cleanup_tolerates_a_run_dir_removed_meanwhile,
     test_successor_leaves_reused_pids_alone,
 ])

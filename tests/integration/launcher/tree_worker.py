@@ -15,8 +15,11 @@ import time
 def children(pid):
     out = set()
     for path in glob.glob(f"/proc/{pid}/task/*/children"):
-        with open(path) as f:
-            out |= {int(p) for p in f.read().split()}
+        try:
+            with open(path) as f:
+                out |= {int(p) for p in f.read().split()}
+        except FileNotFoundError:
+            pass  # that thread ended since the glob
     return out
 
 

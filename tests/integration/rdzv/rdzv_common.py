@@ -1,6 +1,5 @@
 """Helpers for the dynamic-rendezvous tests: supervisors as child processes with their own event
 files and logs, and waits on their event streams (every wait has a timeout naming what it waited for)."""
-import json
 import os
 import shutil
 import signal
@@ -8,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, TestFailure
+from harness import DDP_LAUNCH, PYTHON, TestFailure, read_events, remove_matching
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIGHT_WORKER = os.path.join(HERE, "rdzv_worker.py")
@@ -39,8 +38,7 @@ class Node:
 
     def events(self):
         try:
-            with open(self.events_path) as f:
-                return [json.loads(line) for line in f if line.strip()]
+            return read_events(self.events_path)
         except FileNotFoundError:
             return []
 
@@ -114,11 +112,4 @@ class Workdir:
             n.cleanup()
         shutil.rmtree(self.path, ignore_errors=True)
         # What SIGKILLed supervisors of this run id left under the temp dir (run dirs, processes.json).
-        tmp = tempfile.gettempdir()
-        for name in os.listdir(tmp):
-            if name.startswith(f"ddp-launch-{os.path.basename(self.path)}-"):
-                p = os.path.join(tmp, name)
-                try:
-                    shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
-                except FileNotFoundError:
-                    pass  # a killed supervisor's guardian removed its temporary run dir meanwhile
+        remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{os.path.basename(self.path)}-*"))

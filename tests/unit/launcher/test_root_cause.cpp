@@ -210,3 +210,15 @@ TEST_CASE("error file: torchrun's layout with the mark, the older flat layout, g
   CHECK_THROWS(parse_error_file("{not json"));
   CHECK_THROWS(parse_error_file(R"({"no": "message"})"));
 }
+
+TEST_CASE("an error file that is not valid JSON is quoted whole: a NUL or a bad byte cuts nothing off") {
+  const char kRaw[] = "{\"message\": \"before\0after the NUL \xff and more\"}";
+  const std::string raw(kRaw, sizeof kRaw - 1);
+  auto r = error_file_record(raw, "/run/attempt_0/0/error.json");
+  CHECK(r.message.find("/run/attempt_0/0/error.json is not a torchelastic error record") != std::string::npos);
+  CHECK(r.message.find(raw) != std::string::npos);
+  CHECK(r.message.find("last read") == std::string::npos);
+  CHECK(!r.peer_failure);
+  auto good = error_file_record(R"({"message": "RuntimeError: x\u0000y"})", "e.json");
+  CHECK(good.message == std::string("RuntimeError: x\0y", 17));
+}

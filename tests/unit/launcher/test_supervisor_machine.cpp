@@ -181,3 +181,44 @@ TEST_CASE("dynamic rendezvous: a failure is charged only when the next round has
   CHECK(get<action::Finish>(m.on(event::RoundAdmitted{false})).exit_code == 1);
   CHECK(m.state() == GroupState::Failed);
 }
+
+TEST_CASE("a signal while waiting for the first rendezvous round ends the run at once (torchrun: 128+signo)") {
+  for (int signo : {SIGTERM, SIGINT}) {
+    SupervisorMachine m(policy(2));
+    auto a = m.on(event::SignalReceived{signo});
+    CHECK(get<action::Finish>(a).exit_code == 128 + signo);
+    CHECK(m.state() == GroupState::Interrupted);
+    CHECK(m.stop_signal() == signo);
+    CHECK(m.on(event::Start{}).empty());  // a round that closes afterwards starts nothing
+  }
+}
+
+TEST_CASE("a signal during a spawn cut short: the ranks never started do not hold up the teardown") {
+  SupervisorMachine m(policy(4));
+  m.on(event::Start{});
+  auto a = m.on(event::SignalReceived{SIGTERM});
+  CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
+  CHECK(m.on(event::SpawnAbandoned{0, 2}).empty());  // ranks 0 and 1 run
+  CHECK(m.on(exited(0, 0, SIGTERM)).empty());
+  auto done = m.on(exited(1, 0, SIGTERM));
+  CHECK(get<action::Finish>(done).exit_code == 128 + SIGTERM);
+  CHECK(m.state() == GroupState::Interrupted);
+}
+
+TEST_CASE("a spawn cut short before any rank started finishes at once") {
+  SupervisorMachine m(policy(3, 2));
+  m.on(event::Start{});
+  m.on(event::SignalReceived{SIGINT});
+  auto done = m.on(event::SpawnAbandoned{0, 0});
+  CHECK(get<action::Finish>(done).exit_code == 128 + SIGINT);
+}
+
+TEST_CASE("a failure during a spawn cut short restarts once the started ranks are gone") {
+  SupervisorMachine m(policy(3, 1));
+  m.on(event::Start{});
+  auto a = m.on(exited(0, 1));
+  CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
+  auto r = m.on(event::SpawnAbandoned{0, 1});  // only rank 0 had started, and it is gone
+  CHECK(get<action::ArmBackoff>(r).attempt == 1);
+  CHECK(m.on(event::SpawnAbandoned{5, 0}).empty());  // another attempt's: ignored
+}
