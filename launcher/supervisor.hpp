@@ -62,6 +62,7 @@ struct SupervisorConfig {
   // remove_run_dir run that recorded any keeps its run_dir and says where it is.
   std::vector<MetricPattern> metric_patterns;
   GpuWatchConfig gpu_watch;
+  bool virtual_local_rank = false;  // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
 
   // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
   bool writes_log_files() const;
