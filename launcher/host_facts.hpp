@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "launcher/numa_binding.hpp"
 #include "launcher/worker_env.hpp"
 
 namespace ddp::launcher {
@@ -30,6 +31,8 @@ struct HostFacts {
   std::function<std::optional<std::string>(const std::string& host, std::uint16_t port)> interface_towards;
   // ... and the address of the Slurm node that hosts the store (DNS, else scontrol's NodeAddr).
   std::function<std::string(const std::string& node)> resolve_slurm_node;
+  // ... and the NUMA nodes with the CPUs this process may use (/sys/devices/system/node), for --numa-binding.
+  std::function<std::vector<NumaNode>()> numa_nodes;
 };
 
 // Shell: this process's environment, hardware and name (NVML is loaded, nothing is changed).

@@ -20,6 +20,11 @@ HostFacts batch_node_facts(int nodes) {
   f.count_gpus = [] { return std::pair{std::optional<int>(1), std::string()}; };
   f.hostname_is_loopback = [] { return false; };
   f.resolve_slurm_node = [](const std::string&) { return std::string("127.0.0.1"); };
+  f.numa_nodes = [] {
+    NumaNode n;
+    for (int cpu = 0; cpu < 1024; ++cpu) n.cpus.push_back(cpu);
+    return std::vector<NumaNode>{n};
+  };
   return f;
 }
 

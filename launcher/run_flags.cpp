@@ -166,7 +166,7 @@ void add_torchrun_extras(CLI::App* sub, RunArgs& a) {
   sub->add_flag("--virtual-local-rank,--virtual_local_rank", a.virtual_local_rank,
                 "Every worker sees LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES = its own device (torch 2.x)")
       ->envname("PET_VIRTUAL_LOCAL_RANK");
-  sub->add_option("--numa-binding,--numa_binding", a.numa_binding, "torch 2.x: bind ranks to NUMA nodes (not supported yet)")
+  sub->add_option("--numa-binding,--numa_binding", a.numa_binding, "node: each rank runs on its NUMA node's CPUs; exclusive: on disjoint CPUs of it (torch 2.x)")
       ->envname("PET_NUMA_BINDING");
   sub->add_option("--duplicate-stdout-filters,--duplicate_stdout_filters", a.duplicate_stdout_filters,
                   "torch 2.x: copy stdout lines containing these to a combined file (not supported yet)")

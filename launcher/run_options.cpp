@@ -12,6 +12,7 @@
 #include "launcher/argv_lint.hpp"
 #include "launcher/batch_policy.hpp"
 #include "launcher/cgroup.hpp"
+#include "launcher/numa_binding.hpp"
 #include "launcher/rdzv_conf.hpp"
 #include "launcher/slurm.hpp"
 
@@ -168,7 +169,6 @@ void check_unsupported(const RunArgs& a, RunPlan& plan) {
   auto refuse = [](const char* flag, const char* instead) {
     throw UsageError(fmt::format("{} (torch 2.x) is not supported by ddp-launch yet: {}", flag, instead));
   };
-  if (!a.numa_binding.empty()) refuse("--numa-binding", "drop it, or bind inside the script (os.sched_setaffinity)");
   if (!a.duplicate_stdout_filters.empty() || !a.duplicate_stderr_filters.empty()) {
     refuse("--duplicate-stdout-filters/--duplicate-stderr-filters",
            "drop them; --log-dir keeps every rank's full output, and --metric records matching values");
@@ -430,9 +430,23 @@ void plan_virtual_local_rank(const RunArgs& a, SupervisorConfig& c) {
   }
 }
 
+// --numa-binding MODE: the CPUs of each local rank (set between fork and exec).
+void plan_numa_binding(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c, RunPlan& plan) {
+  if (a.numa_binding.empty()) return;
+  c.cpu_affinity = numa_cpu_sets(a.numa_binding, c.plan.nproc_per_node,
+                                 facts.numa_nodes ? facts.numa_nodes() : std::vector<NumaNode>{});
+  std::string sets;
+  for (std::size_t i = 0; i < c.cpu_affinity.size(); ++i) {
+    const auto& cpus = c.cpu_affinity[i];
+    sets += fmt::format("{}local rank {}: {} CPU(s) from {}", i ? "; " : "", i, cpus.size(), cpus.front());
+  }
+  plan.info.push_back(fmt::format("--numa-binding {}: {}", a.numa_binding, sets));
+}
+
 void plan_environment(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c, RunPlan& plan) {
   c.base_env = facts.env;
   plan_virtual_local_rank(a, c);
+  plan_numa_binding(a, facts, c, plan);
   if (auto it = facts.env.find("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"); it != facts.env.end()) {
     plan.warnings.push_back(fmt::format(
         "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE={} is not applied: ddp-launch prefixes console lines with "

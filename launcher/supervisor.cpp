@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -154,8 +155,11 @@ class EventLog {
 struct WorkerSetup : bp::extend::handler {
   pid_t supervisor = 0;
   std::vector<int> cgroup_procs;  // the rank's cgroup.procs files (launcher/cgroup.hpp)
+  bool bind_cpus = false;         // --numa-binding
+  cpu_set_t cpus{};
   template <typename Executor>
   void on_exec_setup(Executor&) const {
+    if (bind_cpus) ::sched_setaffinity(0, sizeof cpus, &cpus);
     for (int fd : cgroup_procs) [[maybe_unused]] auto n = ::write(fd, "0", 1);  // before anything it starts
     ::setsid();  // its own session and process group: signals reach its descendants too
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -808,6 +812,10 @@ class Supervisor {
     WorkerSetup setup;
     setup.supervisor = ::getpid();
     setup.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
+    if (static_cast<std::size_t>(ranks.local_rank) < config_.cpu_affinity.size()) {
+      setup.bind_cpus = true;
+      for (int cpu : config_.cpu_affinity[static_cast<std::size_t>(ranks.local_rank)]) CPU_SET(cpu, &setup.cpus);
+    }
     std::error_code ec;
     bp::child child(bp::exe = launch.argv[0], bp::args = args, env, bp::std_in<bp::null, bp::std_out> w->out.pipe,
                     bp::std_err > w->err.pipe, setup, ec);

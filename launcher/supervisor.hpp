@@ -63,6 +63,7 @@ struct SupervisorConfig {
   std::vector<MetricPattern> metric_patterns;
   GpuWatchConfig gpu_watch;
   bool virtual_local_rank = false;  // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
+  std::vector<std::vector<int>> cpu_affinity;  // --numa-binding: CPUs per local rank; empty: inherited
 
   // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
   bool writes_log_files() const;

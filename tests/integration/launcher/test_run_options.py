@@ -32,7 +32,7 @@ BAD_RUN_OPTIONS = [
     (["--run-dir", "/tmp/a", "--log-dir", "/tmp/b"], "--run-dir /tmp/a and --log-dir /tmp/b differ"),
     (["--max-restarts", "-2"], "--max-restarts -2 is negative"),
     (["--lr-warmup-steps", "10"], "--lr-warmup-steps"),
-    (["--numa-binding", "node"], "--numa-binding (torch 2.x) is not supported"),
+    (["--numa-binding", "socket"], "--numa-binding socket: ddp-launch binds by 'node'"),
     (["--metric", "loss"], "--metric"),
 ]
 
@@ -200,6 +200,38 @@ def test_local_addr_is_the_address_gloo_advertises_across_nodes():
         check(f"[{addr}:1]: rank 1 of 2 sum 3" in outs[1][0], f"the prefix does not name --local-addr: {outs[1][0]}")
 
 
+def allowed_cpus_of_node0():
+    with open("/sys/devices/system/node/node0/cpulist") as f:
+        listed = set()
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            listed.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(listed & os.sched_getaffinity(0))
+
+
+def test_numa_binding_sets_each_worker_cpu_affinity():
+    check(os.path.isdir("/sys/devices/system/node/node0"), "this test needs /sys/devices/system/node")
+    cpus = allowed_cpus_of_node0()
+    with tempfile.TemporaryDirectory() as d:
+        probe = os.path.join(d, "affinity.py")
+        with open(probe, "w") as f:
+            f.write("import json, os, sys\n"
+                    "json.dump(sorted(os.sched_getaffinity(0)),"
+                    " open(os.path.join(sys.argv[1], 'cpus' + os.environ['LOCAL_RANK'] + '.json'), 'w'))\n")
+        r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--numa-binding", "node",
+                            probe, d], capture_output=True, text=True, timeout=60, env=clean_env())
+        check(r.returncode == 0, f"node: exit {r.returncode}: {r.stderr}")
+        on_nodes = [json.load(open(os.path.join(d, f"cpus{i}.json"))) for i in (0, 1)]
+        check(on_nodes[0] == cpus, f"node: local rank 0 runs on {on_nodes[0]}, node 0 has {cpus}")
+        if len(cpus) >= 2:
+            r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--numa-binding",
+                                "exclusive", probe, d], capture_output=True, text=True, timeout=60, env=clean_env())
+            check(r.returncode == 0, f"exclusive: exit {r.returncode}: {r.stderr}")
+            sets = [set(json.load(open(os.path.join(d, f"cpus{i}.json")))) for i in (0, 1)]
+            check(sets[0] and sets[1] and not (sets[0] & sets[1]) and sets[0] | sets[1] <= set(cpus),
+                  f"exclusive: not disjoint CPUs of node 0: {sets}")
+
+
 def test_torch_rdzv_conf_keys_are_accepted_with_one_warning_each():
     # TorchX's dist.ddp passes join_timeout=600,close_timeout=600,timeout=600.
     r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--rdzv-backend", "c10d", "--rdzv-endpoint",
@@ -219,5 +251,6 @@ if __name__ == "__main__":
         test_literal_rank_in_the_script_arguments_is_named_before_launch,
         test_virtual_local_rank_gives_each_worker_local_rank_0_and_its_own_device,
         test_local_addr_is_the_address_gloo_advertises_across_nodes,
+        test_numa_binding_sets_each_worker_cpu_affinity,
         test_torch_rdzv_conf_keys_are_accepted_with_one_warning_each,
     ])

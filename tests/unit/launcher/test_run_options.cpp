@@ -386,7 +386,6 @@ TEST_CASE("OMP_NUM_THREADS=1 is the default with several ranks on a node, unless
 
 TEST_CASE("--logs-specs is accepted with a warning; torch 2.x flags not supported yet are refused with the fix") {
   CHECK(any_contains(plan({"--logs-specs", "my_specs", "t.py"}).warnings, "own layout"));
-  CHECK(contains(usage_error({"--numa-binding", "node", "t.py"}), "--numa-binding (torch 2.x) is not supported"));
   CHECK(contains(usage_error({"--duplicate-stdout-filters", "loss", "t.py"}), "--duplicate-stdout-filters"));
   auto facts = test_host();
   facts.env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[${role_name}${rank}|${local_rank}]:";
@@ -433,4 +432,16 @@ TEST_CASE("--virtual-local-rank's device: the local rank's entry of CUDA_VISIBLE
   CHECK(launch.env.at("LOCAL_RANK") == "0");
   CHECK(launch.env.at("CUDA_VISIBLE_DEVICES") == "6");
   CHECK(launch.env.at("RANK") == "3");
+}
+
+TEST_CASE("--numa-binding: CPU sets per local rank from the host's NUMA nodes") {
+  auto facts = test_host();
+  facts.numa_nodes = [] { return std::vector<NumaNode>{{0, {0, 1}}, {1, {2, 3}}}; };
+  auto p = plan({"--nproc-per-node", "2", "--numa-binding", "node", "t.py"}, facts);
+  CHECK(p.config.cpu_affinity == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
+  CHECK(any_contains(p.info, "--numa-binding node: local rank 0: 2 CPU(s) from 0; local rank 1: 2 CPU(s) from 2"));
+  CHECK(plan({"t.py"}, facts).config.cpu_affinity.empty());
+  CHECK(contains(usage_error({"--numa_binding", "core-complex", "t.py"}, facts), "--numa-binding core-complex"));
+  facts.numa_nodes = [] { return std::vector<NumaNode>{}; };
+  CHECK(contains(usage_error({"--numa-binding", "node", "t.py"}, facts), "no NUMA nodes"));
 }
