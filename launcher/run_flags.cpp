@@ -37,7 +37,7 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--master-port,--master_port", a.master_port,
                   "Store port (default: a free port; required with several nodes)")
       ->envname("PET_MASTER_PORT");
-  sub->add_flag("--standalone", a.standalone, "Single node with a free port (the default here anyway)")
+  sub->add_flag("--standalone", a.standalone, "Single node, a free port and a random run id (TORCHELASTIC_USE_AGENT_STORE=True: our supervisor hosts the store, see launcher/README.md)")
       ->envname("PET_STANDALONE");
   sub->add_option("--max-restarts,--max_restarts", a.max_restarts, "Worker-group restarts before giving up")
       ->envname("PET_MAX_RESTARTS")
@@ -58,7 +58,7 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
                   "--nnodes MIN:MAX)")
       ->envname("PET_RDZV_BACKEND")
       ->capture_default_str();
-  sub->add_option("--rdzv-endpoint,--rdzv_endpoint", a.rdzv_endpoint, "host:port of the store (static backend)")
+  sub->add_option("--rdzv-endpoint,--rdzv_endpoint", a.rdzv_endpoint, "HOST[:PORT]: the store (static backend: instead of --master-addr/--master-port) or the rendezvous endpoint (c10d, port 29400 by default)")
       ->envname("PET_RDZV_ENDPOINT");
   sub->add_option("--rdzv-id,--rdzv_id", a.rdzv_id, "Job id (TORCHELASTIC_RUN_ID)")->envname("PET_RDZV_ID");
   sub->add_option("--rdzv-conf,--rdzv_conf", a.rdzv_conf,

@@ -507,7 +507,10 @@ RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {
     const auto& p = c.dynamic->policy;
     world = p.min_nodes == p.max_nodes ? p.min_nodes * c.plan.nproc_per_node : (p.max_nodes > 1 ? 0 : c.plan.nproc_per_node);
   }
-  if (auto lint = literal_rank_warning(a.command, world, c.plan.nproc_per_node)) plan.warnings.push_back(*lint);
+  if (auto lint = literal_rank_warning(a.command, world, c.plan.nproc_per_node)) {
+    plan.warnings.push_back(*lint);
+    plan.failure_hint = *lint;
+  }
   return plan;
 }
 

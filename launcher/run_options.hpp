@@ -84,6 +84,8 @@ struct RunPlan {
   // The interpreter runs the script (no --no-python): worker_argv[0] is --python or $PYTHON_EXEC,
   // or empty when neither was given (the shell then picks one that can import torch).
   bool python_script = false;
+  // Said again when the job fails: a likely cause seen before launch (a literal --rank in argv).
+  std::string failure_hint;
 };
 
 // The pure core: parsed arguments + facts about the host → the supervisor's config.

@@ -142,6 +142,18 @@ def test_literal_rank_in_the_script_arguments_is_named_before_launch():
         r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", script, "--rank", "{rank}"],
                            capture_output=True, text=True, timeout=60, env=clean_env())
         check(r.returncode == 0 and "--rank {rank}" not in r.stderr, f"warned about a placeholder: {r.stderr}")
+        # Ranks that then fail to meet (here: a rank whose --rank is not its RANK exits 1): the job's failure
+        # ends with the cause seen before launch.
+        strict = os.path.join(d, "checks_rank.py")
+        with open(strict, "w") as f:
+            f.write("import os, sys\n"
+                    "sys.exit(0 if sys.argv[sys.argv.index('--rank') + 1] == os.environ['RANK'] else 1)\n")
+        r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--shutdown-grace", "5",
+                            strict, "--rank", "0"], capture_output=True, text=True, timeout=60, env=clean_env())
+        check(r.returncode == 1, f"exit {r.returncode}: {r.stderr}")
+        tail = r.stderr[r.stderr.find("job FAILED"):]
+        check("job FAILED" in r.stderr and "a likely cause, seen before launch" in tail and "--rank {rank}" in tail,
+              f"the failure does not end with the cause: {r.stderr}")
 
 
 def test_virtual_local_rank_gives_each_worker_local_rank_0_and_its_own_device():

@@ -395,6 +395,7 @@ TEST_CASE("--logs-specs is accepted with a warning; torch 2.x flags not supporte
 TEST_CASE("a literal --rank in the script's arguments is the same for every rank: a warning with the placeholder") {
   auto p = plan({"--nproc-per-node", "2", "t.py", "--rank", "0", "--world-size", "2"});
   REQUIRE(p.warnings.size() == 1);
+  CHECK(p.failure_hint == p.warnings[0]);
   CHECK(contains(p.warnings[0], "--rank 0"));
   CHECK(contains(p.warnings[0], "--rank {rank}"));
   CHECK_FALSE(contains(p.warnings[0], "--world-size 2"));  // the job's own size is right
@@ -405,6 +406,7 @@ TEST_CASE("a literal --rank in the script's arguments is the same for every rank
   CHECK(plan({"--nproc-per-node", "2", "t.py", "--rank", "{rank}", "--world-size", "{world_size}"}).warnings.empty());
   CHECK(plan({"t.py", "--rank", "0", "--world-size", "1"}).warnings.empty());  // one rank: right
   CHECK(plan({"--nproc-per-node", "2", "t.py", "--ranking", "0"}).warnings.empty());
+  CHECK(plan({"--nproc-per-node", "2", "t.py", "--ranking", "0"}).failure_hint.empty());
 }
 
 TEST_CASE("--virtual-local-rank: one listed device per local rank when CUDA_VISIBLE_DEVICES is set") {
