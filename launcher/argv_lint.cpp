@@ -31,12 +31,9 @@ constexpr std::array<RankFlag, 7> kRankFlags{{{"--rank", "{rank}", Kind::Rank},
 // job's.
 bool is_wrong(Kind kind, std::string_view value, int world_size, int nproc_per_node) {
   switch (kind) {
-    case Kind::Rank:
-      return world_size != 1;  // 0: MIN:MAX nodes, more than one rank in the end
-    case Kind::LocalRank:
-      return nproc_per_node > 1;
-    case Kind::WorldSize:
-      return world_size > 0 && value != std::to_string(world_size);
+    case Kind::Rank: return world_size != 1;  // 0: MIN:MAX nodes, more than one rank in the end
+    case Kind::LocalRank: return nproc_per_node > 1;
+    case Kind::WorldSize: return world_size > 0 && value != std::to_string(world_size);
   }
   return false;
 }
@@ -74,8 +71,7 @@ std::optional<std::string> literal_rank_warning(const std::vector<std::string>& 
       "the script's arguments hold {}, the same for every rank of this {}-rank job: the ranks cannot meet "
       "(torch waits for the missing ones until its timeout). Give each rank its own value with a placeholder: {} "
       "(or read RANK, LOCAL_RANK and WORLD_SIZE from the environment)",
-      fmt::join(found, " "), world_size > 0 ? std::to_string(world_size) : std::string("multi"),
-      fmt::join(fixes, " "));
+      fmt::join(found, " "), world_size > 0 ? std::to_string(world_size) : std::string("multi"), fmt::join(fixes, " "));
 }
 
 }  // namespace ddp::launcher

@@ -83,7 +83,8 @@ Command add_run_command(CLI::App& app) {
     for (const auto& line : plan.warnings) spdlog::warn("{}", line);
     finish_config(plan, facts);
     const int status = launcher::run_supervisor(plan.config);
-    if (status != 0 && !plan.failure_hint.empty()) spdlog::warn("a likely cause, seen before launch: {}", plan.failure_hint);
+    if (status != 0 && !plan.failure_hint.empty())
+      spdlog::warn("a likely cause, seen before launch: {}", plan.failure_hint);
     return status;
   };
   return {sub, run};

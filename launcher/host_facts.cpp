@@ -2,9 +2,8 @@
 #include "launcher/host_facts.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
-
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -30,7 +29,8 @@ std::vector<NumaNode> read_numa_nodes() {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
     auto name = entry.path().filename().string();
-    if (name.rfind("node", 0) != 0 || name.size() == 4 || name.find_first_not_of("0123456789", 4) != std::string::npos) {
+    if (name.rfind("node", 0) != 0 || name.size() == 4 ||
+        name.find_first_not_of("0123456789", 4) != std::string::npos) {
       continue;
     }
     std::ifstream f(entry.path() / "cpulist");

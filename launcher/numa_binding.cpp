@@ -42,14 +42,16 @@ std::vector<int> parse_cpu_list(const std::string& text, const std::string& what
 
 std::vector<std::vector<int>> numa_cpu_sets(const std::string& mode, int nproc, const std::vector<NumaNode>& nodes) {
   if (mode != "node" && mode != "exclusive") {
-    throw UsageError(fmt::format("--numa-binding {}: ddp-launch binds by 'node' (each rank to its NUMA node's CPUs) "
-                                 "or 'exclusive' (disjoint CPUs of that node); give one of them",
-                                 mode));
+    throw UsageError(
+        fmt::format("--numa-binding {}: ddp-launch binds by 'node' (each rank to its NUMA node's CPUs) "
+                    "or 'exclusive' (disjoint CPUs of that node); give one of them",
+                    mode));
   }
   if (nodes.empty()) {
-    throw UsageError(fmt::format("--numa-binding {}: this host shows no NUMA nodes (/sys/devices/system/node): drop "
-                                 "--numa-binding",
-                                 mode));
+    throw UsageError(
+        fmt::format("--numa-binding {}: this host shows no NUMA nodes (/sys/devices/system/node): drop "
+                    "--numa-binding",
+                    mode));
   }
   const int n = static_cast<int>(nodes.size());
   std::vector<int> node_of(static_cast<std::size_t>(nproc));
@@ -65,9 +67,10 @@ std::vector<std::vector<int>> numa_cpu_sets(const std::string& mode, int nproc, 
     const auto& cpus = nodes[static_cast<std::size_t>(k)].cpus;
     const int share = ranks_on[static_cast<std::size_t>(k)];
     if (cpus.empty() || (mode == "exclusive" && static_cast<int>(cpus.size()) < share)) {
-      throw UsageError(fmt::format("--numa-binding {}: NUMA node {} has {} CPU(s) for {} rank(s): use --numa-binding "
-                                   "node, fewer ranks (--nproc-per-node), or drop --numa-binding",
-                                   mode, nodes[static_cast<std::size_t>(k)].id, cpus.size(), share));
+      throw UsageError(
+          fmt::format("--numa-binding {}: NUMA node {} has {} CPU(s) for {} rank(s): use --numa-binding "
+                      "node, fewer ranks (--nproc-per-node), or drop --numa-binding",
+                      mode, nodes[static_cast<std::size_t>(k)].id, cpus.size(), share));
     }
     if (mode == "node") {
       out[static_cast<std::size_t>(i)] = cpus;
@@ -77,7 +80,8 @@ std::vector<std::vector<int>> numa_cpu_sets(const std::string& mode, int nproc, 
     const std::size_t per = cpus.size() / static_cast<std::size_t>(share);
     const std::size_t from = per * static_cast<std::size_t>(slot);
     const std::size_t to = slot == share - 1 ? cpus.size() : from + per;
-    out[static_cast<std::size_t>(i)].assign(cpus.begin() + static_cast<long>(from), cpus.begin() + static_cast<long>(to));
+    out[static_cast<std::size_t>(i)].assign(cpus.begin() + static_cast<long>(from),
+                                            cpus.begin() + static_cast<long>(to));
   }
   return out;
 }

@@ -32,15 +32,17 @@ InterpreterChoice choose_interpreter(const std::vector<InterpreterCandidate>& ca
     if (!first) first = &c;
     if (can_import_torch(c)) {
       std::string skipped = without.empty() ? "" : fmt::format(" ({} cannot import torch)", fmt::join(without, ", "));
-      return {c.program, fmt::format("workers run {}, {}, which can import torch{}; --python or ${} chooses another",
-                                     c.program, c.source, skipped, env::kPythonExec),
+      return {c.program,
+              fmt::format("workers run {}, {}, which can import torch{}; --python or ${} chooses another", c.program,
+                          c.source, skipped, env::kPythonExec),
               true};
     }
     without.push_back(c.program);
   }
   if (!first) {
-    return {"python3", fmt::format("no Python interpreter found (tried {}): give one with --python or ${}",
-                                   candidates.empty() ? std::string("none") : candidates.back().program, env::kPythonExec),
+    return {"python3",
+            fmt::format("no Python interpreter found (tried {}): give one with --python or ${}",
+                        candidates.empty() ? std::string("none") : candidates.back().program, env::kPythonExec),
             false};
   }
   return {first->program,

@@ -10,7 +10,8 @@ namespace ddp::launcher {
 
 InterpreterChoice probe_interpreter(const EnvMap& env, std::chrono::milliseconds timeout) {
   auto path_of = [](const InterpreterCandidate& c) {
-    if (c.program.find('/') != std::string::npos) return ::access(c.program.c_str(), X_OK) == 0 ? c.program : std::string();
+    if (c.program.find('/') != std::string::npos)
+      return ::access(c.program.c_str(), X_OK) == 0 ? c.program : std::string();
     return boost::process::search_path(c.program).string();
   };
   return choose_interpreter(

@@ -30,8 +30,9 @@ bool conf_bool(const std::string& key, const std::string& value) {
 // TCP) that mean nothing to ddp-launch, with why.
 const std::map<std::string_view, std::string_view>& keys_without_effect() {
   static const std::map<std::string_view, std::string_view> keys{
-      {"close_timeout", "ddp-launch never closes a rendezvous early: a finished node leaves through the exit "
-                        "barrier (exit_barrier_timeout)"},
+      {"close_timeout",
+       "ddp-launch never closes a rendezvous early: a finished node leaves through the exit "
+       "barrier (exit_barrier_timeout)"},
       {"timeout", "the etcd and static-TCP backends' timeout; ddp-launch's c10d backend uses join_timeout"},
       {"read_timeout", "torch's TCPStore client read timeout; ddp-launch's store client has its own"},
       {"store_type", "ddp-launch's rendezvous always runs on its own TCP store"},
@@ -84,7 +85,9 @@ std::vector<std::string> apply_rdzv_conf(const std::string& conf, RendezvousConf
     } else if (key == "is_host") {
       rc.is_host = conf_bool(key, value);
     } else if (auto it = keys_without_effect().find(key); it != keys_without_effect().end()) {
-      if (!seen[key]) warnings.push_back(fmt::format("--rdzv-conf {}: accepted for torchrun compatibility, no effect here ({})", key, it->second));
+      if (!seen[key])
+        warnings.push_back(
+            fmt::format("--rdzv-conf {}: accepted for torchrun compatibility, no effect here ({})", key, it->second));
       seen[key] = true;
     } else {
       throw UsageError(

@@ -37,7 +37,9 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--master-port,--master_port", a.master_port,
                   "Store port (default: a free port; required with several nodes)")
       ->envname("PET_MASTER_PORT");
-  sub->add_flag("--standalone", a.standalone, "Single node, a free port and a random run id (TORCHELASTIC_USE_AGENT_STORE=True: our supervisor hosts the store, see launcher/README.md)")
+  sub->add_flag("--standalone", a.standalone,
+                "Single node, a free port and a random run id (TORCHELASTIC_USE_AGENT_STORE=True: our supervisor hosts "
+                "the store, see launcher/README.md)")
       ->envname("PET_STANDALONE");
   sub->add_option("--max-restarts,--max_restarts", a.max_restarts, "Worker-group restarts before giving up")
       ->envname("PET_MAX_RESTARTS")
@@ -58,7 +60,9 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
                   "--nnodes MIN:MAX)")
       ->envname("PET_RDZV_BACKEND")
       ->capture_default_str();
-  sub->add_option("--rdzv-endpoint,--rdzv_endpoint", a.rdzv_endpoint, "HOST[:PORT]: the store (static backend: instead of --master-addr/--master-port) or the rendezvous endpoint (c10d, port 29400 by default)")
+  sub->add_option("--rdzv-endpoint,--rdzv_endpoint", a.rdzv_endpoint,
+                  "HOST[:PORT]: the store (static backend: instead of --master-addr/--master-port) or the rendezvous "
+                  "endpoint (c10d, port 29400 by default)")
       ->envname("PET_RDZV_ENDPOINT");
   sub->add_option("--rdzv-id,--rdzv_id", a.rdzv_id, "Job id (TORCHELASTIC_RUN_ID)")->envname("PET_RDZV_ID");
   sub->add_option("--rdzv-conf,--rdzv_conf", a.rdzv_conf,
@@ -73,11 +77,11 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
       ->envname("PET_SIGNALS_TO_HANDLE")
       ->capture_default_str();
   sub->add_option("--store", a.store,
-                      "agent: we host the store; rank0: the script's rank 0 hosts it; file: a FileStore file "
-                      "({filestore_url}, $DDP_FILESTORE_PATH)")
-          ->check(CLI::IsMember({"agent", "rank0", "file"}))
-          ->envname("PET_STORE")
-          ->capture_default_str();
+                  "agent: we host the store; rank0: the script's rank 0 hosts it; file: a FileStore file "
+                  "({filestore_url}, $DDP_FILESTORE_PATH)")
+      ->check(CLI::IsMember({"agent", "rank0", "file"}))
+      ->envname("PET_STORE")
+      ->capture_default_str();
   sub->add_option(
       "--filestore", a.filestore,
       "--store file at this fixed path (default: under the run directory); a stale file there is removed first");
@@ -139,7 +143,6 @@ void add_our_flags(CLI::App* sub, RunArgs& a) {
   // Everything from the first positional on is the worker's command line, flags included.
   sub->prefix_command();
   sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");
-
 }
 
 }  // namespace
@@ -166,7 +169,8 @@ void add_torchrun_extras(CLI::App* sub, RunArgs& a) {
   sub->add_flag("--virtual-local-rank,--virtual_local_rank", a.virtual_local_rank,
                 "Every worker sees LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES = its own device (torch 2.x)")
       ->envname("PET_VIRTUAL_LOCAL_RANK");
-  sub->add_option("--numa-binding,--numa_binding", a.numa_binding, "node: each rank runs on its NUMA node's CPUs; exclusive: on disjoint CPUs of it (torch 2.x)")
+  sub->add_option("--numa-binding,--numa_binding", a.numa_binding,
+                  "node: each rank runs on its NUMA node's CPUs; exclusive: on disjoint CPUs of it (torch 2.x)")
       ->envname("PET_NUMA_BINDING");
   sub->add_option("--duplicate-stdout-filters,--duplicate_stdout_filters", a.duplicate_stdout_filters,
                   "torch 2.x: copy stdout lines containing these to a combined file (not supported yet)")

@@ -33,7 +33,8 @@ int parse_nproc(const std::string& value, const HostFacts& facts, RunPlan& plan)
   const int cpus = std::max(1, facts.cpu_count);
   if (value == "cpu") return cpus;
   if (value == "gpu" || value == "auto") {
-    auto [gpus, why_not] = facts.count_gpus ? facts.count_gpus() : std::pair{std::optional<int>(), std::string("no NVML")};
+    auto [gpus, why_not] =
+        facts.count_gpus ? facts.count_gpus() : std::pair{std::optional<int>(), std::string("no NVML")};
     if (gpus && *gpus > 0) return *gpus;
     if (value == "auto") {
       plan.info.push_back(fmt::format("--nproc-per-node auto: no GPUs ({}), using one rank per CPU",
@@ -65,9 +66,10 @@ std::pair<int, int> parse_nnodes(const std::string& value, bool dynamic) {
   int hi = count(value.substr(colon + 1), "MAX");
   if (lo > hi) throw UsageError(fmt::format("--nnodes {}: MIN is larger than MAX", value));
   if (lo != hi && !dynamic) {
-    throw UsageError(fmt::format("--nnodes {}: elastic MIN:MAX membership needs --rdzv-backend c10d; give a fixed "
-                                 "node count or add --rdzv-backend c10d --rdzv-endpoint HOST[:PORT]",
-                                 value));
+    throw UsageError(
+        fmt::format("--nnodes {}: elastic MIN:MAX membership needs --rdzv-backend c10d; give a fixed "
+                    "node count or add --rdzv-backend c10d --rdzv-endpoint HOST[:PORT]",
+                    value));
   }
   return {lo, hi};
 }
@@ -110,9 +112,10 @@ std::vector<int> parse_signals(const std::string& list) {
       if (abbrev && bare == abbrev) found = s;
     }
     if (found == 0 || found == SIGKILL || found == SIGSTOP || found == SIGCHLD) {
-      throw UsageError(fmt::format("--signals-to-handle: '{}' is not a signal that can be handled "
-                                   "(e.g. SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1)",
-                                   name));
+      throw UsageError(
+          fmt::format("--signals-to-handle: '{}' is not a signal that can be handled "
+                      "(e.g. SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1)",
+                      name));
     }
     out.push_back(found);
   }
@@ -153,9 +156,10 @@ void check_command(const RunArgs& a) {
   // CLI11 hands everything from the first unrecognised argument on to the worker: a mistyped
   // option before the script would otherwise become the worker's command line.
   if (a.command.front().size() > 1 && a.command.front()[0] == '-') {
-    throw UsageError(fmt::format("unknown option '{}' (see ddp-launch run --help); the script and its own "
-                                 "arguments come after the launcher's options",
-                                 a.command.front()));
+    throw UsageError(
+        fmt::format("unknown option '{}' (see ddp-launch run --help); the script and its own "
+                    "arguments come after the launcher's options",
+                    a.command.front()));
   }
   if (a.rdzv_backend != "static" && a.rdzv_backend != "c10d") {
     throw UsageError(
@@ -174,9 +178,10 @@ void check_unsupported(const RunArgs& a, RunPlan& plan) {
            "drop them; --log-dir keeps every rank's full output, and --metric records matching values");
   }
   if (!a.logs_specs.empty()) {
-    plan.warnings.push_back(fmt::format("--logs-specs {}: accepted for torchrun compatibility; ddp-launch writes "
-                                        "its own layout (--log-dir DIR/<run id>_<random>/attempt_N/<local rank>/)",
-                                        a.logs_specs));
+    plan.warnings.push_back(
+        fmt::format("--logs-specs {}: accepted for torchrun compatibility; ddp-launch writes "
+                    "its own layout (--log-dir DIR/<run id>_<random>/attempt_N/<local rank>/)",
+                    a.logs_specs));
   }
 }
 
@@ -215,8 +220,8 @@ void plan_static(const RunArgs& a, SupervisorConfig& c) {
   c.plan.nnodes = parse_nnodes(a.nnodes, false).first;
   c.plan.node_rank = a.node_rank;
   if (a.node_rank < 0 || a.node_rank >= c.plan.nnodes) {
-    throw UsageError(fmt::format("--node-rank {} is outside 0..{} (--nnodes {})", a.node_rank, c.plan.nnodes - 1,
-                                 c.plan.nnodes));
+    throw UsageError(
+        fmt::format("--node-rank {} is outside 0..{} (--nnodes {})", a.node_rank, c.plan.nnodes - 1, c.plan.nnodes));
   }
   c.master_addr = a.master_addr;
   int port = a.master_port;
@@ -261,7 +266,8 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
   c.redirects = parse_std_streams(a.redirects, nproc, "--redirects");
   c.tee = parse_std_streams(a.tee, nproc, "--tee");
   c.console_ranks = parse_local_ranks_filter(a.local_ranks_filter, nproc);
-  if (a.max_restarts < 0) throw UsageError(fmt::format("--max-restarts {} is negative: give 0 or more", a.max_restarts));
+  if (a.max_restarts < 0)
+    throw UsageError(fmt::format("--max-restarts {} is negative: give 0 or more", a.max_restarts));
   c.max_restarts = a.max_restarts;
   c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a.rdzv_timeout * 1000));
   c.events_path = a.events;
@@ -309,7 +315,8 @@ std::chrono::milliseconds plan_shutdown_grace(const RunArgs& a, const HostFacts&
 void plan_batch_policy(const RunArgs& a, SupervisorConfig& c, RunPlan& plan) {
   // The batch policy needs the job's world size: with c10d rounds, only a fixed node count gives one.
   int batch_nodes = c.plan.nnodes;
-  if (c.dynamic) batch_nodes = c.dynamic->policy.min_nodes == c.dynamic->policy.max_nodes ? c.dynamic->policy.min_nodes : 0;
+  if (c.dynamic)
+    batch_nodes = c.dynamic->policy.min_nodes == c.dynamic->policy.max_nodes ? c.dynamic->policy.min_nodes : 0;
   if (batch_nodes == 0 && (a.global_batch || a.per_rank_batch)) {
     throw UsageError(
         "--global-batch/--per-rank-batch need a fixed world size, and --nnodes MIN:MAX changes it per "
@@ -378,8 +385,10 @@ void plan_worker_argv(const RunArgs& a, const HostFacts& facts, RunPlan& plan) {
   argv = {python, "-u"};
   if (a.run_path) {
     // torchrun's run_script_path: sys.argv = [script, *args]; runpy.run_path(script, run_name="__main__").
-    if (a.module || a.no_python) plan.warnings.push_back("--run-path wins over --module and --no-python (as in torchrun)");
-    argv.insert(argv.end(), {"-c", "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"});
+    if (a.module || a.no_python)
+      plan.warnings.push_back("--run-path wins over --module and --no-python (as in torchrun)");
+    argv.insert(argv.end(),
+                {"-c", "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"});
   } else if (a.module) {
     argv.push_back("-m");
   }
@@ -398,9 +407,10 @@ void plan_gloo_interface(const RunArgs& a, const HostFacts& facts, SupervisorCon
     auto ifname = facts.interface_towards(a.local_addr, 1);
     if (ifname && *ifname != "lo") {
       c.base_env[var] = *ifname;
-      plan.info.push_back(fmt::format("--local-addr {}: the workers' gloo advertises it ({}={}, the interface "
-                                      "holding it; set {} yourself to choose)",
-                                      a.local_addr, var, *ifname, var));
+      plan.info.push_back(
+          fmt::format("--local-addr {}: the workers' gloo advertises it ({}={}, the interface "
+                      "holding it; set {} yourself to choose)",
+                      a.local_addr, var, *ifname, var));
       return;
     }
   }
@@ -422,11 +432,13 @@ void plan_virtual_local_rank(const RunArgs& a, SupervisorConfig& c) {
   if (!a.virtual_local_rank) return;
   auto it = c.base_env.find(std::string(env::kCudaVisibleDevices));
   if (it == c.base_env.end()) return;
-  const int listed = it->second.empty() ? 0 : static_cast<int>(std::count(it->second.begin(), it->second.end(), ',')) + 1;
+  const int listed =
+      it->second.empty() ? 0 : static_cast<int>(std::count(it->second.begin(), it->second.end(), ',')) + 1;
   if (listed < c.plan.nproc_per_node) {
-    throw UsageError(fmt::format("--virtual-local-rank gives each of the {} local ranks one device of {}={}, which "
-                                 "lists {}: give --nproc-per-node {} or list more devices",
-                                 c.plan.nproc_per_node, env::kCudaVisibleDevices, it->second, listed, listed));
+    throw UsageError(
+        fmt::format("--virtual-local-rank gives each of the {} local ranks one device of {}={}, which "
+                    "lists {}: give --nproc-per-node {} or list more devices",
+                    c.plan.nproc_per_node, env::kCudaVisibleDevices, it->second, listed, listed));
   }
 }
 
@@ -448,17 +460,18 @@ void plan_environment(const RunArgs& a, const HostFacts& facts, SupervisorConfig
   plan_virtual_local_rank(a, c);
   plan_numa_binding(a, facts, c, plan);
   if (auto it = facts.env.find("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"); it != facts.env.end()) {
-    plan.warnings.push_back(fmt::format(
-        "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE={} is not applied: ddp-launch prefixes console lines with "
-        "[rank] (one node) or [host:rank] (several); unset it to silence this",
-        it->second));
+    plan.warnings.push_back(
+        fmt::format("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE={} is not applied: ddp-launch prefixes console lines with "
+                    "[rank] (one node) or [host:rank] (several); unset it to silence this",
+                    it->second));
   }
   plan_batch_policy(a, c, plan);
   plan_gloo_interface(a, facts, c, plan);
   if (auto omp = omp_threads_default(c.base_env, c.plan.nproc_per_node)) {
-    plan.info.push_back(fmt::format("{} is unset and {} ranks share this node: setting it to {} for every worker "
-                                    "(set it yourself to choose)",
-                                    env::kOmpNumThreads, c.plan.nproc_per_node, *omp));
+    plan.info.push_back(
+        fmt::format("{} is unset and {} ranks share this node: setting it to {} for every worker "
+                    "(set it yourself to choose)",
+                    env::kOmpNumThreads, c.plan.nproc_per_node, *omp));
   }
 }
 
@@ -505,7 +518,8 @@ RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {
   int world = c.plan.nnodes * c.plan.nproc_per_node;
   if (c.dynamic) {
     const auto& p = c.dynamic->policy;
-    world = p.min_nodes == p.max_nodes ? p.min_nodes * c.plan.nproc_per_node : (p.max_nodes > 1 ? 0 : c.plan.nproc_per_node);
+    world = p.min_nodes == p.max_nodes ? p.min_nodes * c.plan.nproc_per_node
+                                       : (p.max_nodes > 1 ? 0 : c.plan.nproc_per_node);
   }
   if (auto lint = literal_rank_warning(a.command, world, c.plan.nproc_per_node)) {
     plan.warnings.push_back(*lint);

@@ -5,7 +5,6 @@
 // fix. `run` and `sbatch` both go through it, so sbatch rejects what run would reject.
 // Side effects (the run directory in --log-dir, resolving the interpreter on PATH) happen after.
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <optional>
 #include <set>

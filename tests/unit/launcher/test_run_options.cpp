@@ -1,6 +1,7 @@
 // `ddp-launch run`'s option rules (launcher/run_options.hpp) on made-up hosts: argv is parsed by
 // run's own CLI11 registration, then plan_run turns it into the supervisor's config.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include <fmt/format.h>
-
 #include "launcher/run_options.hpp"
 #include "launcher/slurm.hpp"
 
@@ -144,7 +143,8 @@ TEST_CASE("--nnodes N, --node-rank, --master-addr/--master-port (static)") {
   CHECK(p.config.plan.node_rank == 1);
   CHECK(p.config.master_addr == "10.1.1.1");
   CHECK(p.config.master_port == 29500);
-  CHECK(contains(usage_error({"--nnodes", "2", "t.py"}), "several nodes need an agreed store port: pass --master-port"));
+  CHECK(
+      contains(usage_error({"--nnodes", "2", "t.py"}), "several nodes need an agreed store port: pass --master-port"));
   CHECK(contains(usage_error({"--nnodes", "0", "t.py"}), "--nnodes '0' is not a positive number"));
   CHECK(contains(usage_error({"--nnodes", "two", "t.py"}), "--nnodes 'two' is not a positive number"));
   CHECK(contains(usage_error({"--master-port", "70000", "t.py"}), "--master-port 70000 is outside 0..65535"));
@@ -172,7 +172,8 @@ TEST_CASE("--rdzv-endpoint is parsed once: the static store address, or the c10d
   for (const char* backend : {"static", "c10d"}) {
     CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", "h:99999", "t.py"}),
                    "'99999' is not a port number"));
-    CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", "h:0", "t.py"}), "'0' is not a port number"));
+    CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", "h:0", "t.py"}),
+                   "'0' is not a port number"));
     CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", "h:", "t.py"}), "is not a port number"));
     CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", ":80", "t.py"}), "no host"));
   }
@@ -205,12 +206,15 @@ TEST_CASE("--rdzv-conf: ddp-launch's keys applied, torch's other keys warned abo
                                [&](const std::string& w) { return contains(w, fmt::format("--rdzv-conf {}:", key)); });
     CHECK_MESSAGE(named == 1, key);
   }
-  CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "join_timeuot=5", "t.py"}),
-                 "unknown key 'join_timeuot'"));
-  CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "join_timeout=-5", "t.py"}),
-                 "join_timeout=-5: give a positive number"));
-  CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "is_host=maybe", "t.py"}),
-                 "is_host=maybe: give true or false"));
+  CHECK(
+      contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "join_timeuot=5", "t.py"}),
+               "unknown key 'join_timeuot'"));
+  CHECK(contains(
+      usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "join_timeout=-5", "t.py"}),
+      "join_timeout=-5: give a positive number"));
+  CHECK(
+      contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "is_host=maybe", "t.py"}),
+               "is_host=maybe: give true or false"));
   CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "oops", "t.py"}),
                  "'oops' is not key=value"));
   CHECK(contains(usage_error({"--rdzv-conf", "join_timeout=5", "t.py"}), "--rdzv-conf is for --rdzv-backend c10d"));
@@ -221,7 +225,9 @@ TEST_CASE("--standalone: a random run id; --rdzv-id kept; --node-rank is a hint 
   CHECK(plan({"--standalone", "--rdzv-id", "job7", "t.py"}).config.run_id == "job7");
   auto p = plan({"--rdzv-id", "a/b", "t.py"});
   CHECK(p.config.processes_file == "/tmp/ddp-launch-a_b-node0.processes.json");
-  CHECK(plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--node-rank", "3", "t.py"}).config.dynamic->rank_hint == 3);
+  CHECK(
+      plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--node-rank", "3", "t.py"}).config.dynamic->rank_hint ==
+      3);
   CHECK(plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "t.py"}).config.dynamic->rank_hint == -1);
 }
 
@@ -304,16 +310,20 @@ TEST_CASE("--store / --filestore") {
   CHECK(contains(usage_error({"--filestore", "file://", "t.py"}), "--filestore: give a path"));
   CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--store", "rank0", "t.py"}),
                  "--store agent only"));
-  CHECK(contains(usage_error({"--store", "file", "--nnodes", "2", "--master-port", "5", "t.py"}), "--store file is for one node"));
+  CHECK(contains(usage_error({"--store", "file", "--nnodes", "2", "--master-port", "5", "t.py"}),
+                 "--store file is for one node"));
 }
 
 TEST_CASE("--max-restarts, --signals-to-handle, --memory-limit-per-rank, durations, --metric") {
   CHECK(plan({"--max-restarts", "3", "t.py"}).config.max_restarts == 3);
   CHECK(contains(usage_error({"--max-restarts", "-1", "t.py"}), "--max-restarts -1 is negative"));
-  CHECK(plan({"--signals-to-handle", "SIGUSR1,TERM", "t.py"}).config.handled_signals == std::vector<int>{SIGUSR1, SIGTERM});
-  CHECK(contains(usage_error({"--signals-to-handle", "SIGKILL", "t.py"}), "'SIGKILL' is not a signal that can be handled"));
+  CHECK(plan({"--signals-to-handle", "SIGUSR1,TERM", "t.py"}).config.handled_signals ==
+        std::vector<int>{SIGUSR1, SIGTERM});
+  CHECK(contains(usage_error({"--signals-to-handle", "SIGKILL", "t.py"}),
+                 "'SIGKILL' is not a signal that can be handled"));
   CHECK(plan({"--memory-limit-per-rank", "4G", "t.py"}).config.memory_limit_per_rank == 4ull << 30);
-  CHECK(contains(usage_error({"--memory-limit-per-rank", "abc", "t.py"}), "--memory-limit-per-rank 'abc' is not a size"));
+  CHECK(
+      contains(usage_error({"--memory-limit-per-rank", "abc", "t.py"}), "--memory-limit-per-rank 'abc' is not a size"));
   CHECK(plan({"--gpu-watch-interval", "500ms", "t.py"}).config.gpu_watch.interval == std::chrono::milliseconds(500));
   CHECK(plan({"--gpu-low-window", "2m", "t.py"}).config.gpu_watch.low_window == std::chrono::minutes(2));
   CHECK(contains(usage_error({"--gpu-low-window", "2h", "t.py"}), "--gpu-low-window '2h' is not a duration"));
@@ -339,9 +349,9 @@ TEST_CASE("--global-batch / --per-rank-batch need a fixed world size") {
   auto p = plan({"--nproc-per-node", "2", "--global-batch", "256", "t.py"});
   CHECK(p.config.base_env.at("DDP_PER_RANK_BATCH") == "128");
   CHECK(any_contains(p.info, "256"));
-  CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--nnodes", "1:2", "--global-batch", "8",
-                              "t.py"}),
-                 "need a fixed world size"));
+  CHECK(contains(
+      usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--nnodes", "1:2", "--global-batch", "8", "t.py"}),
+      "need a fixed world size"));
 }
 
 TEST_CASE("--local-addr names this node; gloo's interface with several nodes when the host name is loopback") {
@@ -352,7 +362,8 @@ TEST_CASE("--local-addr names this node; gloo's interface with several nodes whe
   CHECK(p.config.base_env.at("GLOO_SOCKET_IFNAME") == "eth7");
   CHECK(plan({"t.py"}, facts).config.base_env.count("GLOO_SOCKET_IFNAME") == 0);  // one node
   facts.env["GLOO_SOCKET_IFNAME"] = "mine";
-  CHECK(plan({"--nnodes", "2", "--master-port", "5000", "t.py"}, facts).config.base_env.at("GLOO_SOCKET_IFNAME") == "mine");
+  CHECK(plan({"--nnodes", "2", "--master-port", "5000", "t.py"}, facts).config.base_env.at("GLOO_SOCKET_IFNAME") ==
+        "mine");
 }
 
 TEST_CASE("--local-addr ADDRESS with several nodes: gloo advertises it (the interface holding it)") {
