@@ -35,6 +35,12 @@ inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
 // reaches the rendezvous store.
 inline constexpr std::string_view kGlooSocketIfname = "GLOO_SOCKET_IFNAME";
 
+// The workers' interpreter (torchrun's name); `run` without --python also looks at an active
+// virtualenv and conda environment for one that can import torch.
+inline constexpr std::string_view kPythonExec = "PYTHON_EXEC";
+inline constexpr std::string_view kVirtualEnv = "VIRTUAL_ENV";
+inline constexpr std::string_view kCondaPrefix = "CONDA_PREFIX";
+
 // --- ours ---
 inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|info|warn|error
 // `run --store file`: the FileStore file of this attempt (init_method="file://" + this value).

@@ -45,6 +45,14 @@ int child_main(void* arg) {
       ::sigaction(s, &sa, nullptr);
     }
   }
+  if (!r.cpu_affinity.empty()) {
+    cpu_set_t cpus;  // on this stack: no allocation in the child
+    CPU_ZERO(&cpus);
+    for (int cpu : r.cpu_affinity) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
+    }
+    if (::sched_setaffinity(0, sizeof cpus, &cpus) != 0) fail(c, "sched_setaffinity");
+  }
   for (int fd : r.cgroup_procs) [[maybe_unused]] auto n = ::write(fd, "0", 1);  // before anything it starts
   if (r.new_session && ::setsid() < 0) fail(c, "setsid");
   if (r.die_with_parent) {

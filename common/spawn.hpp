@@ -20,6 +20,8 @@ struct SpawnRequest {
   int stderr_fd = -1;             // becomes the child's stderr (-1: inherit ours)
   // Descriptors of cgroup.procs files: "0" (itself) is written to each before the exec.
   std::vector<int> cgroup_procs;
+  // CPUs the child may run on (sched_setaffinity before the exec); empty: inherited.
+  std::vector<int> cpu_affinity;
   bool new_session = true;      // setsid(): its own session and process group
   bool die_with_parent = true;  // PR_SET_PDEATHSIG SIGKILL; exits 127 at once if the parent is gone already
 };

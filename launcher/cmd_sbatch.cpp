@@ -20,6 +20,7 @@
 
 #include "common/error.hpp"
 #include "launcher/commands.hpp"
+#include "launcher/run_options.hpp"
 #include "launcher/sbatch_script.hpp"
 #include "launcher/slurm_job.hpp"
 
@@ -69,11 +70,15 @@ std::vector<MirroredOption> mirror_run_options(CLI::App& sub) {
   return out;
 }
 
-// The run part is parsed by run's own parser: a bad value fails here, not on the cluster.
-void check_run_args(const std::vector<std::string>& options, const std::vector<std::string>& command) {
+// The run part is parsed by run's own parser and checked by run's own rules (launcher/run_options.hpp)
+// as node 0 of the job would: a bad value fails here, not on the cluster.
+void check_run_args(const std::vector<std::string>& options, const std::vector<std::string>& command,
+                    const std::string& nodes) {
   CLI::App probe;
   probe.require_subcommand(1);
-  add_run_command(probe);
+  auto* sub = probe.add_subcommand("run");
+  auto run_args = launcher::add_run_options(*sub);
+  sub->prefix_command();
   std::vector<std::string> args{"run"};
   args.insert(args.end(), options.begin(), options.end());
   args.insert(args.end(), command.begin(), command.end());
@@ -83,6 +88,8 @@ void check_run_args(const std::vector<std::string>& options, const std::vector<s
   } catch (const CLI::ParseError& e) {
     throw UsageError(fmt::format("run options: {}", e.what()));
   }
+  launcher::collect_run_args(*sub, *run_args);
+  launcher::plan_run(*run_args, launcher::batch_node_facts(std::max(1, std::atoi(nodes.c_str()))));
 }
 
 // Copies what the job wrote to `path` since `offset` to stdout (the submit host sees the job's
@@ -227,7 +234,7 @@ Command add_sbatch_command(CLI::App& app) {
         script.run_options.push_back(m.option->results().back());
       }
     }
-    check_run_args(script.run_options, script.command);
+    check_run_args(script.run_options, script.command, script.nodes);
     if (script.launcher.empty()) script.launcher = this_executable();
     const std::string text = launcher::render_sbatch_script(script);
 

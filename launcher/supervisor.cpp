@@ -490,6 +490,9 @@ class Supervisor {
       store::ServerConfig sc;
       sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
       sc.port = config_.master_port;
+      sc.busy_port_advice = "leave --master-port out (a free port is picked) or give another one";
+      sc.bad_host_advice = "--master-addr 127.0.0.1 for this node alone";
+      sc.connection_limit_advice = " (the embedded store's fixed limit)";
       if (rdzv_) {
         sc.host = config_.dynamic->endpoint_host;  // where every node reaches us
         sc.port = 0;
@@ -843,6 +846,7 @@ class Supervisor {
     in.backend = config_.backend;
     if (config_.store_mode == StoreMode::File) in.filestore_path = filestore_.string();
     in.base_env = config_.base_env;
+    in.virtual_local_rank = config_.virtual_local_rank;
     auto launch = make_worker_launch(in, config_.worker_argv);
 
     int out_fds[2] = {-1, -1};
@@ -863,6 +867,9 @@ class Supervisor {
     req.stdout_fd = out_fds[1];
     req.stderr_fd = err_fds[1];
     req.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
+    if (static_cast<std::size_t>(ranks.local_rank) < config_.cpu_affinity.size()) {
+      req.cpu_affinity = config_.cpu_affinity[static_cast<std::size_t>(ranks.local_rank)];  // --numa-binding
+    }
     auto child = spawn_process(req);  // O(1) in our memory: common/spawn.hpp
     for (int fd : req.cgroup_procs) ::close(fd);
     ::close(out_fds[1]);
@@ -1137,13 +1144,6 @@ class Supervisor {
 };
 
 }  // namespace
-
-bool SupervisorConfig::writes_log_files() const {
-  auto any = [](const std::vector<int>& masks) {
-    return std::any_of(masks.begin(), masks.end(), [](int m) { return m != 0; });
-  };
-  return any(redirects) || any(tee);
-}
 
 int run_supervisor(const SupervisorConfig& config) {
   std::signal(SIGPIPE, SIG_IGN);

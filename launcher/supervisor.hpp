@@ -36,7 +36,6 @@ struct SupervisorConfig {
   // --log-dir: run_dir is this run's <run_id>_<random> inside it (torchrun's layout). Runs share
   // it; each records its processes in its own run_dir, and a new one sweeps its dead siblings'.
   std::filesystem::path log_base_dir;
-  bool log_to_files = false;       // --log-dir given: also write per-rank files
   bool remove_run_dir = false;     // a temporary run_dir holding nothing the user asked to keep
   std::filesystem::path filestore_path;  // StoreMode::File: --filestore, or empty for <run_dir>/filestore
   // Per local rank: torchrun's -r/--redirects and -t/--tee masks (1 stdout, 2 stderr). Redirected
@@ -62,6 +61,8 @@ struct SupervisorConfig {
   // remove_run_dir run that recorded any keeps its run_dir and says where it is.
   std::vector<MetricPattern> metric_patterns;
   GpuWatchConfig gpu_watch;
+  bool virtual_local_rank = false;  // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
+  std::vector<std::vector<int>> cpu_affinity;  // --numa-binding: CPUs per local rank; empty: inherited
 
   // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
   bool writes_log_files() const;

@@ -75,6 +75,24 @@ std::string expand_placeholders(std::string_view arg, const std::map<std::string
   return out;
 }
 
+std::string visible_device_of(const EnvMap& base_env, int local_rank) {
+  auto it = base_env.find(std::string(env::kCudaVisibleDevices));
+  if (it == base_env.end()) return std::to_string(local_rank);
+  std::size_t start = 0;
+  for (int i = 0; start <= it->second.size(); ++i) {
+    auto comma = it->second.find(',', start);
+    auto item = it->second.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (i == local_rank) {
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      return item;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return std::to_string(local_rank);
+}
+
 std::optional<std::string> omp_threads_default(const EnvMap& base_env, int local_world_size) {
   if (local_world_size > 1 && !base_env.count(std::string(env::kOmpNumThreads))) return std::string("1");
   return std::nullopt;
@@ -106,6 +124,10 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
     if (!in.base_env.count(std::string(name))) set(name, "1");
   }
   if (auto omp = omp_threads_default(in.base_env, r.local_world_size)) set(env::kOmpNumThreads, *omp);
+  if (in.virtual_local_rank) {
+    set(env::kLocalRank, "0");
+    set(env::kCudaVisibleDevices, visible_device_of(in.base_env, r.local_rank));
+  }
 
   auto values = placeholder_values(in);
   out.argv.reserve(argv_template.size());

@@ -27,6 +27,9 @@ struct WorkerEnvInput {
   std::string backend = "gloo"; // for the {backend} placeholder
   std::string filestore_path;   // --store file: DDP_FILESTORE_PATH and {filestore_url}; empty: none
   EnvMap base_env;              // the supervisor's own environment, inherited
+  // torchrun's --virtual-local-rank (torch 2.x): LOCAL_RANK=0, CUDA_VISIBLE_DEVICES = this rank's
+  // device only (its entry of the inherited list, else its local rank).
+  bool virtual_local_rank = false;
 };
 
 struct WorkerLaunch {
@@ -48,6 +51,10 @@ const std::vector<std::pair<std::string_view, std::string_view>>& batch_placehol
 std::string expand_placeholders(std::string_view arg, const std::map<std::string, std::string>& values);
 
 WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std::string>& argv_template);
+
+// --virtual-local-rank: local rank i's device, the i-th entry of CUDA_VISIBLE_DEVICES in
+// `base_env` (torch 2.x's rule), or "i" when it is unset or shorter.
+std::string visible_device_of(const EnvMap& base_env, int local_rank);
 
 // torchrun's rule: OMP_NUM_THREADS=1 when the user left it unset and more than one rank shares
 // the node. Returns the value to set, or nullopt to leave the environment alone.

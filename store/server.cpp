@@ -80,8 +80,8 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
                                     tcp::resolver::passive | tcp::resolver::numeric_service, ec);
     if (ec || results.empty()) {
       throw Error(fmt::format("cannot resolve store address '{}': {}. Give a host name or an IP address "
-                              "(--host 127.0.0.1 for loopback, 0.0.0.0 for every interface).",
-                              config_.host, ec ? ec.message() : "no addresses"));
+                              "({}).",
+                              config_.host, ec ? ec.message() : "no addresses", config_.bad_host_advice));
     }
     tcp::endpoint ep = results.begin()->endpoint();
     acceptor_.open(ep.protocol());
@@ -90,9 +90,8 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     if (ec == asio::error::address_in_use) {
       auto holders = proc::listeners_on_port(config_.port);
       throw Error(fmt::format(
-          "cannot listen on {}:{}: the port is already in use by {}. Stop that process, or choose another "
-          "port (--port 0 picks a free one).",
-          config_.host, config_.port, proc::describe(holders)));
+          "cannot listen on {}:{}: the port is already in use by {}. Stop that process, or {}.",
+          config_.host, config_.port, proc::describe(holders), config_.busy_port_advice));
     }
     if (ec) {
       throw Error(fmt::format("cannot listen on {}:{}: {}", config_.host, config_.port, ec.message()));
@@ -161,10 +160,9 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     if (sessions_.size() >= config_.limits.max_connections) {
       stats_.refused_over_limit++;
       boost::system::error_code ec;
-      warn_rate_limited(fmt::format("refusing a connection from {}:{}: {} connections open, the limit is {} "
-                                    "(--max-connections)",
+      warn_rate_limited(fmt::format("refusing a connection from {}:{}: {} connections open, the limit is {}{}",
                                     remote.address().to_string(), remote.port(), sessions_.size(),
-                                    config_.limits.max_connections));
+                                    config_.limits.max_connections, config_.connection_limit_advice));
       socket.close(ec);
       return;
     }

@@ -19,6 +19,10 @@ struct ServerConfig {
   Dialect legacy_dialect = Dialect::A;  // for connections that do not start with VALIDATE
   Limits limits;
   StateOptions state;
+  // The fixes a bind error suggests, in the flags of the command that started this server.
+  std::string busy_port_advice = "choose another port (--port 0 picks a free one)";
+  std::string bad_host_advice = "--host 127.0.0.1 for loopback, 0.0.0.0 for every interface";
+  std::string connection_limit_advice = " (--max-connections)";
 };
 
 struct ServerStats {

@@ -210,6 +210,9 @@ def test_busy_master_port_names_holder_within_a_second():
             check(elapsed < 1.0, f"--store {store}: took {elapsed:.2f}s")
             check(f"pid {os.getpid()}" in r.stderr and str(port) in r.stderr,
                   f"--store {store}: the error does not name the holder: {r.stderr}")
+            # The fix it suggests is a flag of `run` (not the store command's --port 0).
+            check("--port 0" not in r.stderr and "--master-port" in r.stderr,
+                  f"--store {store}: the hint does not name a flag of run: {r.stderr}")
     finally:
         holder.close()
 

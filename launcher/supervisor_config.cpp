@@ -1,0 +1,15 @@
+// SupervisorConfig's pure members (the config is built by launcher/run_options.cpp, in the core).
+#include <algorithm>
+
+#include "launcher/supervisor.hpp"
+
+namespace ddp::launcher {
+
+bool SupervisorConfig::writes_log_files() const {
+  auto any = [](const std::vector<int>& masks) {
+    return std::any_of(masks.begin(), masks.end(), [](int m) { return m != 0; });
+  };
+  return any(redirects) || any(tee);  // torchrun's rule: a stream gets a file when redirected or teed
+}
+
+}  // namespace ddp::launcher
