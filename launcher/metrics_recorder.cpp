@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/env_contract.hpp"
+#include "launcher/supervisor.hpp"
 
 namespace ddp::launcher {
 namespace {

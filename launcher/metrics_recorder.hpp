@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "launcher/metrics.hpp"
-#include "launcher/supervisor.hpp"
+#include "launcher/rank_plan.hpp"
 
 namespace ddp::launcher {
+
+struct SupervisorConfig;  // launcher/supervisor.hpp
 
 // run.json's first fields: world size, nodes, command, batch policy (DDP_* in the base env).
 nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAssignment>& plan);

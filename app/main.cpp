@@ -1,4 +1,5 @@
-// ddp-launch: one binary, subcommands.
+// ddp-launch: one binary, subcommands. The entry point sits above every layer: it registers
+// launcher/'s commands and the job layer's.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -6,8 +7,8 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "launcher/commands.hpp"
 #include "jobs/commands.hpp"
+#include "launcher/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
