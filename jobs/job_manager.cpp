@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/user_regex.hpp"
 #include "jobs/local_executor.hpp"
@@ -28,10 +29,6 @@ namespace ddp::jobs {
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using json = nlohmann::json;
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 struct JobManager::Job {
   JobRecord rec;

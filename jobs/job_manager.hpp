@@ -117,8 +117,6 @@ class JobManager {
   std::uint64_t generation_ = 1;  // bumped by every change of a job or of the queue
 };
 
-double now_seconds();
-
 // The last max_bytes of a file (all of it when smaller); empty when it cannot be read.
 std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes);
 

@@ -123,7 +123,7 @@ class Reader {
   // A duration inside `range` (the daemon's timers count milliseconds in 64 bits: a bounded value
   // cannot overflow into "expired at once").
   std::optional<double> duration(const YAML::Node& n, const std::string& what, DurationRange range) {
-    auto v = scalar<double>(n, what, "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds",
+    auto v = scalar<double>(n, what, std::string(kDurationForms),
                             [](const std::string& s) { return parse_duration(s); });
     if (!v) return std::nullopt;
     if (auto why = duration_range_problem(*v, range)) {
@@ -276,41 +276,6 @@ JobSpecError::JobSpecError(std::string file, std::vector<SpecProblem> problems)
       message_(format_problems(file, problems)),
       file_(std::move(file)),
       problems_(std::move(problems)) {}
-
-std::optional<double> parse_duration(std::string_view text) {
-  std::string s(text);
-  if (s.empty()) return std::nullopt;
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (!std::isfinite(v) || v < 0) return std::nullopt;
-  auto unit = s.substr(used);
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "ms") return v / 1000;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
-  if (unit == "d") return v * 86400;
-  return std::nullopt;
-}
-
-std::string format_duration(double seconds) {
-  for (auto [unit, size] : {std::pair{"d", 86400.0}, {"h", 3600.0}, {"m", 60.0}}) {
-    if (seconds >= size && std::fmod(seconds, size) == 0) return fmt::format("{}{}", seconds / size, unit);
-  }
-  if (seconds > 0 && seconds < 1) return fmt::format("{}ms", seconds * 1000);
-  return fmt::format("{}s", seconds);
-}
-
-std::optional<std::string> duration_range_problem(double seconds, DurationRange range) {
-  if (seconds > range.max_s) return fmt::format("must be at most {}", format_duration(range.max_s));
-  if (seconds < range.min_s) return fmt::format("must be at least {}", format_duration(range.min_s));
-  if (seconds > 0 && seconds < 0.001) return "must be 0 or at least 1ms (the daemon counts milliseconds)";
-  return std::nullopt;
-}
 
 std::vector<std::string> JobSpec::worker_argv() const {
   if (!shell.empty()) return {"/bin/sh", "-c", shell};
