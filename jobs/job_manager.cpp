@@ -121,13 +121,13 @@ JobManager::~JobManager() = default;
 
 JobManager::Job& JobManager::find(JobId id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  if (it == jobs_.end()) throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
   return *it->second;
 }
 
 const JobManager::Job& JobManager::find(JobId id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  if (it == jobs_.end()) throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
   return *it->second;
 }
 
@@ -203,18 +203,10 @@ void JobManager::notify(JobId id) {
 // Submit, schedule, launch
 
 json JobManager::submit(const std::string& yaml, const std::string& file_name) {
-  JobSpec spec;
-  try {
-    spec = parse_job_spec(yaml, file_name);
-  } catch (const JobSpecError& e) {
-    json problems = json::array();
-    for (const auto& p : e.problems())
-      problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
-    throw ApiError(400, e.message(), {{"problems", problems}});
-  }
+  JobSpec spec = parse_job_spec(yaml, file_name);
   ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
   if (spec.executor == "local") {
-    if (auto why = scheduler_.never_fits(req)) throw ApiError(422, *why);
+    if (auto why = scheduler_.never_fits(req)) throw JobError(JobErrorKind::DoesNotFit, *why);
   }
   auto job = std::make_unique<Job>();
   job->spec = spec;
@@ -582,7 +574,7 @@ json JobManager::cancel(JobId id) {
     case JobState::Succeeded:
     case JobState::Failed:
     case JobState::Cancelled:
-      throw ApiError(409, fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
+      throw JobError(JobErrorKind::Conflict, fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
     case JobState::Cancelling: break;
     case JobState::Pending:
       scheduler_.dequeue(id);
@@ -869,55 +861,17 @@ json JobManager::job_metrics(JobId id) const {
           {"sources", sources}};
 }
 
-std::string JobManager::prometheus() const {
-  std::array<int, 8> by_state{};
-  for (const auto& [id, job] : jobs_) ++by_state[static_cast<std::size_t>(job->rec.state)];
-  std::string out;
-  out += "# HELP ddpd_jobs Jobs known to the daemon, by state.\n# TYPE ddpd_jobs gauge\n";
-  for (std::size_t i = 0; i < by_state.size(); ++i) {
-    out += fmt::format("ddpd_jobs{{state=\"{}\"}} {}\n", state_name(static_cast<JobState>(i)), by_state[i]);
-  }
-  out += fmt::format(
-      "# HELP ddpd_queue_length Jobs waiting for slots or GPUs.\n# TYPE ddpd_queue_length gauge\n"
-      "ddpd_queue_length {}\n",
-      scheduler_.queue_length());
-  out += fmt::format(
-      "# HELP ddpd_slots_total CPU slots of the host.\n# TYPE ddpd_slots_total gauge\nddpd_slots_total {}\n",
-      scheduler_.slots_total());
-  out += fmt::format(
-      "# HELP ddpd_slots_in_use CPU slots held by jobs.\n# TYPE ddpd_slots_in_use gauge\n"
-      "ddpd_slots_in_use {}\n",
-      scheduler_.slots_in_use());
-  out += fmt::format("# HELP ddpd_gpus_total GPUs of the host.\n# TYPE ddpd_gpus_total gauge\nddpd_gpus_total {}\n",
-                     scheduler_.gpus_total());
-  out += fmt::format("# HELP ddpd_gpus_in_use GPUs held by jobs.\n# TYPE ddpd_gpus_in_use gauge\nddpd_gpus_in_use {}\n",
-                     scheduler_.gpus_in_use());
-  out += fmt::format(
-      "# HELP ddpd_job_restarts_total Worker-group restarts and daemon retries, all jobs.\n"
-      "# TYPE ddpd_job_restarts_total counter\nddpd_job_restarts_total {}\n",
-      restarts_total_);
-  out += fmt::format(
-      "# HELP ddpd_jobs_submitted_total Jobs submitted.\n# TYPE ddpd_jobs_submitted_total counter\n"
-      "ddpd_jobs_submitted_total {}\n",
-      submitted_total_);
-  out += fmt::format(
-      "# HELP ddpd_http_requests_total HTTP requests served.\n# TYPE ddpd_http_requests_total counter\n"
-      "ddpd_http_requests_total {}\n",
-      http_requests);
-  return out;
-}
-
-std::string read_file_tail(const fs::path& p, std::size_t max_bytes) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(in.tellg());
-  auto start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string out(size - start, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<std::size_t>(in.gcount()));
-  return out;
+JobCounts JobManager::counts() const {
+  JobCounts c;
+  for (const auto& [id, job] : jobs_) ++c.by_state[static_cast<std::size_t>(job->rec.state)];
+  c.queue_length = scheduler_.queue_length();
+  c.slots_total = scheduler_.slots_total();
+  c.slots_in_use = scheduler_.slots_in_use();
+  c.gpus_total = scheduler_.gpus_total();
+  c.gpus_in_use = scheduler_.gpus_in_use();
+  c.restarts_total = restarts_total_;
+  c.submitted_total = submitted_total_;
+  return c;
 }
 
 }  // namespace ddp::jobs

@@ -15,9 +15,11 @@
 #include <optional>
 #include <string>
 
+#include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
 #include "jobs/inotify.hpp"
 #include "jobs/job_db.hpp"
+#include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
 #include "jobs/scheduler.hpp"
 
@@ -30,16 +32,6 @@ struct DaemonConfig {
   std::chrono::milliseconds slurm_poll_interval{2000};  // executor: slurm: scontrol per job this often
 };
 
-// An API-level failure: HTTP status + message (the daemon answers it as JSON). `message` is the
-// whole text: what() is a C string, cut at the first NUL a client's bytes may have put in it.
-struct ApiError : std::runtime_error {
-  ApiError(int s, const std::string& m, nlohmann::json d = nullptr)
-      : std::runtime_error(m), status(s), message(m), detail(std::move(d)) {}
-  int status;
-  std::string message;
-  nlohmann::json detail;
-};
-
 class JobManager {
  public:
   JobManager(boost::asio::io_context& io, DaemonConfig config);
@@ -49,7 +41,7 @@ class JobManager {
   // requeues what was waiting; then starts what fits.
   void recover();
 
-  // API operations (throw ApiError for the client's mistakes).
+  // Operations of the API (throw JobError, or JobSpecError for a job file with problems).
   nlohmann::json submit(const std::string& yaml, const std::string& file_name);
   // list and get answer from per-job JSON texts cached until anything changes (a job, the
   // queue): at a thousand requests a second most of them change nothing.
@@ -59,7 +51,7 @@ class JobManager {
   nlohmann::json cancel(JobId id);
   nlohmann::json events(JobId id);
   nlohmann::json job_metrics(JobId id) const;
-  std::string prometheus() const;
+  JobCounts counts() const;  // GET /metrics (daemon_metrics.hpp renders them)
 
   // The log file of `rank` ("supervisor" for the supervisor's own output) in the job's latest
   // run and latest attempt; nullopt while it does not exist yet.
@@ -71,8 +63,6 @@ class JobManager {
   int subscribe(JobId id, std::function<void()> cb);
   void unsubscribe(int token);
   Inotify& inotify() { return inotify_; }
-
-  std::uint64_t http_requests = 0;
 
  private:
   struct Job;
@@ -116,8 +106,5 @@ class JobManager {
   std::uint64_t restarts_total_ = 0;
   std::uint64_t generation_ = 1;  // bumped by every change of a job or of the queue
 };
-
-// The last max_bytes of a file (all of it when smaller); empty when it cannot be read.
-std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes);
 
 }  // namespace ddp::jobs

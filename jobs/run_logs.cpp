@@ -1,5 +1,7 @@
 #include "jobs/run_logs.hpp"
 
+#include <fstream>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -66,6 +68,19 @@ bool link_run_records(const fs::path& run_dir, const fs::path& supervisor_run_di
     }
   }
   return ok;
+}
+
+std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::size_t>(in.tellg());
+  auto start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string out(size - start, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
 }
 
 }  // namespace ddp::jobs

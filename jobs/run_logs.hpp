@@ -27,4 +27,7 @@ std::optional<std::filesystem::path> rank_log_path(const std::filesystem::path& 
 // Relative links: they hold when the state directory moves. False (logged) when one cannot be made.
 bool link_run_records(const std::filesystem::path& run_dir, const std::filesystem::path& supervisor_run_dir);
 
+// The last max_bytes of a file (all of it when smaller); empty when it cannot be read.
+std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes);
+
 }  // namespace ddp::jobs
