@@ -20,6 +20,7 @@
 #include "common/error.hpp"
 #include "common/user_regex.hpp"
 #include "jobs/local_executor.hpp"
+#include "jobs/run_outcome.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/slurm_executor.hpp"
 #include "launcher/metrics.hpp"
@@ -36,12 +37,7 @@ struct JobManager::Job {
   bool spec_ok = true;
   bool submitting = false;  // a run is being started (sbatch in flight); no handle yet
   std::optional<int> events_watch;
-  // This run, from its event stream:
-  bool finished_seen = false;
-  std::optional<int> finished_exit;
-  std::optional<int> first_failure_code;  // of the latest worker-group attempt
-  std::string first_failure;              // "rank 1 exited with code 3"
-  std::string end_reason;                 // how the executor saw the run end ("Slurm job 12 COMPLETED ...")
+  RunMemory run;  // this run, from its event stream (run_outcome.hpp)
   // Cancel or timeout in progress:
   bool cancel_requested = false;
   JobState cancel_final = JobState::Cancelled;
@@ -51,57 +47,8 @@ struct JobManager::Job {
   mutable std::string summary, detail;
   mutable std::uint64_t summary_at = 0, detail_at = 0;
 
-  void reset_run() {
-    finished_seen = false;
-    finished_exit.reset();
-    first_failure_code.reset();
-    first_failure.clear();
-    end_reason.clear();
-  }
+  void reset_run() { run = {}; }
 };
-
-namespace {
-
-int signal_number(const std::string& name) {
-  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
-  for (int s = 1; s < NSIG; ++s) {
-    const char* abbrev = ::sigabbrev_np(s);
-    if (abbrev && bare == abbrev) return s;
-  }
-  return 0;
-}
-
-// A failed rank as a rank_exited or root_cause event names it: 128 + N for a signal.
-struct RankFailure {
-  int code = 0;
-  std::string text;  // "rank 1 exited with code 3: ValueError: boom"
-};
-
-std::optional<RankFailure> rank_failure_of(const json& ev) {
-  const bool signalled = ev.contains("signal") && ev["signal"].is_string();
-  std::optional<int> code;
-  if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
-  if (signalled) code = 128 + signal_number(ev["signal"].get<std::string>());
-  if (!code || *code == 0) return std::nullopt;
-  RankFailure f{
-      *code, signalled ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
-                       : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code)};
-  // The first line of its error file (root_cause carries it): "ValueError: boom", not the traceback.
-  if (ev.contains("error") && ev["error"].is_string()) {
-    auto error = ev["error"].get<std::string>();
-    error = error.substr(0, error.find('\n'));
-    constexpr std::size_t kMaxError = 200;
-    if (error.size() > kMaxError) {
-      std::size_t cut = kMaxError;
-      while (cut > 0 && (static_cast<unsigned char>(error[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-      error = error.substr(0, cut) + "…";
-    }
-    if (!error.empty()) f.text += ": " + error;
-  }
-  return f;
-}
-
-}  // namespace
 
 JobManager::JobManager(asio::io_context& io, DaemonConfig config)
     : io_(io),
@@ -347,13 +294,7 @@ void JobManager::on_run_update(Job& job, const RunUpdate& u) {
   using Phase = RunUpdate::Phase;
   if (u.phase == Phase::Ended) {
     if (u.exit_code) {  // the executor knows the outcome itself (no supervisor event stream here)
-      job.finished_seen = true;
-      job.finished_exit = u.succeeded ? 0 : std::max(1, *u.exit_code);
-      job.end_reason = u.reason;
-      if (!u.succeeded && job.first_failure.empty()) {
-        job.first_failure_code = u.exit_code;
-        job.first_failure = u.reason;
-      }
+      absorb_executor_end(job.run, u.succeeded, *u.exit_code, u.reason);
     }
     on_supervisor_exit(job, u.wait_status);
     return;
@@ -375,28 +316,17 @@ void JobManager::read_events(Job& job) {
   if (!in) return;
   in.seekg(job.rec.events_offset);
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto last_newline = data.rfind('\n');
-  if (last_newline == std::string::npos) return;  // only a partial line so far
-  std::vector<json> lines;
-  std::size_t start = 0;
-  while (start <= last_newline) {
-    auto nl = data.find('\n', start);
-    auto line = data.substr(start, nl - start);
-    start = nl + 1;
-    if (line.empty()) continue;
-    try {
-      lines.push_back(json::parse(line));
-    } catch (const std::exception& e) {
-      spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, e.what());
-    }
-  }
+  auto chunk = parse_event_lines(data);
+  if (chunk.consumed == 0) return;  // only a partial line so far
+  for (const auto& why : chunk.unreadable) spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
+  const auto& lines = chunk.events;
   db_.transaction([&] {
     for (const auto& ev : lines) {
       db_.add_event(job.rec.id, {ev.value("time", now_seconds()), std::max(0, job.rec.runs - 1),
                                  ev.value("event", std::string("unknown")),
                                  ev.dump(-1, ' ', false, json::error_handler_t::replace)});
     }
-    job.rec.events_offset += static_cast<std::int64_t>(last_newline + 1);
+    job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
     persist(job);
   });
   for (const auto& ev : lines) apply_event(job, ev);
@@ -404,39 +334,37 @@ void JobManager::read_events(Job& job) {
 }
 
 void JobManager::apply_event(Job& job, const json& ev) {
+  absorb_event(job.run, ev);  // the run's memory: the same fold a restarted daemon replays
   auto type = ev.value("event", std::string());
-  int attempt = ev.value("attempt", 0);
-  if (type == "rank_exited" || type == "root_cause") {
-    // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
-    // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
-    // streams have no root_cause: the first failing rank_exited stays the reason.
-    auto failure = rank_failure_of(ev);
-    if (failure && (type == "root_cause" || !job.first_failure_code)) {
-      job.first_failure_code = failure->code;
-      job.first_failure = failure->text;
-    }
-  } else if (type == "restarting") {
+  if (type == "restarting") {
     job.rec.restarts += 1;
     ++restarts_total_;
     persist(job);
   } else if (type == "started" && ev.contains("run_dir") && ev["run_dir"].is_string() && !job.rec.run_dir.empty()) {
     link_run_records(job.rec.run_dir, ev["run_dir"].get<std::string>());
-  } else if (type == "finished") {
-    job.finished_seen = true;
-    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) job.finished_exit = ev["exit_code"].get<int>();
   }
   if (auto next = state_after_supervisor_event(job.rec.state, type)) {
+    int attempt = ev.value("attempt", 0);
+    const auto& after = job.run.previous_failure;
     std::string reason =
         *next == JobState::Running
             ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
             : fmt::format("worker-group restart {} of {} after {}", attempt, job.spec.distributed.max_restarts,
-                          job.first_failure.empty() ? "a failure" : job.first_failure);
+                          after.empty() ? "a failure" : after);
     set_state(job, *next, reason);
   }
-  if (type == "restarting") {
-    job.first_failure_code.reset();
-    job.first_failure.clear();
-  }
+}
+
+// Rebuilds this run's memory (failures seen, finished) from the part of its event file applied
+// before the daemon stopped: the same fold as apply_event, without its effects (the restarts were
+// counted and the states committed then).
+void JobManager::replay_events(Job& job) {
+  if (job.rec.run_dir.empty() || job.rec.events_offset <= 0) return;
+  std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl", std::ios::binary);
+  std::string data(static_cast<std::size_t>(job.rec.events_offset), '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<std::size_t>(in.gcount()));
+  for (const auto& ev : parse_event_lines(data).events) absorb_event(job.run, ev);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,39 +409,17 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
   executor_of(job).forget(job.rec.id);
   scheduler_.release(job.rec.id);
   ++generation_;
-  auto pid = job.rec.pid;
+  auto verdict = judge_run(job.run, RunEnd{wait_status, job.rec.exit_code, job.rec.pid, job.rec.run_dir});
   job.rec.pid = 0;
   job.rec.external_id.clear();
-  if (job.finished_exit) {
-    job.rec.exit_code = job.finished_exit;
-  } else if (wait_status && WIFEXITED(*wait_status)) {
-    job.rec.exit_code = WEXITSTATUS(*wait_status);
-  } else if (wait_status && WIFSIGNALED(*wait_status)) {
-    job.rec.exit_code = 128 + WTERMSIG(*wait_status);
-  }
-  bool success = job.finished_seen ? job.finished_exit == 0 : job.rec.exit_code == 0;
-  if (success) {
-    set_state(job, JobState::Succeeded, job.end_reason.empty() ? "all ranks exited with code 0" : job.end_reason);
+  job.rec.exit_code = verdict.exit_code;
+  if (verdict.succeeded) {
+    set_state(job, JobState::Succeeded, verdict.text);
   } else if (job.cancel_requested) {
     set_state(job, job.cancel_final, job.cancel_reason);
   } else {
-    std::string what = job.first_failure;
-    if (what.empty()) {
-      if (job.finished_seen) {
-        what = fmt::format("the supervisor exited with code {}", job.finished_exit.value_or(-1));
-      } else if (wait_status && WIFSIGNALED(*wait_status)) {
-        what = fmt::format("the supervisor (pid {}) was killed by signal {} before it finished", pid,
-                           WTERMSIG(*wait_status));
-      } else if (wait_status && WIFEXITED(*wait_status)) {
-        what =
-            fmt::format("the supervisor (pid {}) exited with code {} before it started the job (see {}/supervisor.log)",
-                        pid, WEXITSTATUS(*wait_status), job.rec.run_dir);
-      } else {
-        what = fmt::format("the supervisor (pid {}) ended without a finished event (see {}/supervisor.log)", pid,
-                           job.rec.run_dir);
-      }
-    }
-    auto decision = decide_retry(job.spec, job.rec.runs, job.first_failure_code, no_retry_match(job));
+    const auto& what = verdict.text;
+    auto decision = decide_retry(job.spec, job.rec.runs, job.run.first_failure_code, no_retry_match(job));
     if (decision.retry) {
       job.rec.restarts += 1;
       ++restarts_total_;
@@ -622,33 +528,7 @@ void JobManager::recover() {
                 "its stored spec no longer parses with this ddp-launch");
       continue;
     }
-    // Rebuild this run's memory (failures seen, finished) from the part of its event file
-    // already applied before the crash; no state changes while replaying.
-    if (!job.rec.run_dir.empty() && job.rec.events_offset > 0) {
-      std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl");
-      std::string line;
-      std::int64_t consumed = 0;
-      auto state = job.rec.state;
-      while (consumed < job.rec.events_offset && std::getline(in, line)) {
-        consumed += static_cast<std::int64_t>(line.size()) + 1;
-        try {
-          auto ev = json::parse(line);
-          auto type = ev.value("event", std::string());
-          if (type == "restarting") {
-            job.first_failure_code.reset();
-            job.first_failure.clear();
-            continue;
-          }
-          if (type == "rank_exited" || type == "root_cause" || type == "finished") {
-            auto saved = job.rec.restarts;
-            apply_event(job, ev);
-            job.rec.restarts = saved;
-          }
-        } catch (const std::exception&) {
-        }
-      }
-      job.rec.state = state;
-    }
+    replay_events(job);
     if (job.rec.state == JobState::Cancelling) {
       job.cancel_requested = true;
       job.cancel_reason = job.rec.reason;

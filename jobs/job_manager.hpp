@@ -78,6 +78,7 @@ class JobManager {
   static bool run_live(const Job& job);
   void read_events(Job& job);
   void apply_event(Job& job, const nlohmann::json& event);
+  void replay_events(Job& job);
   void on_supervisor_exit(Job& job, std::optional<int> wait_status);
   void settle(Job& job, std::optional<int> wait_status);
   void arm_retry(Job& job, double delay_s);

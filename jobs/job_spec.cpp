@@ -748,25 +748,4 @@ std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchC
   return env;
 }
 
-RetryDecision decide_retry(const JobSpec& spec, int runs_so_far, std::optional<int> exit_code,
-                           const std::optional<std::string>& log_match) {
-  const auto& r = spec.restart;
-  if (r.policy == RestartPolicy::Never) return {false, 0, "restart.policy is never"};
-  if (log_match) return {false, 0, fmt::format("the log matched no-retry pattern '{}'", *log_match)};
-  int retries_done = runs_so_far - 1;
-  if (retries_done >= r.max_retries) {
-    return {false, 0, fmt::format("retries exhausted ({} of {})", retries_done, r.max_retries)};
-  }
-  if (r.policy == RestartPolicy::ExitCode) {
-    bool retryable = exit_code && std::any_of(r.retryable_exit_codes.begin(), r.retryable_exit_codes.end(),
-                                              [&](const ExitCodeRange& x) { return x.contains(*exit_code); });
-    if (!retryable) {
-      return {false, 0, exit_code ? fmt::format("exit code {} is not retryable", *exit_code) : "exit code unknown"};
-    }
-  }
-  double delay = r.backoff_initial_s * std::pow(r.backoff_factor, retries_done);
-  delay = std::min(delay, r.backoff_max_s);
-  return {true, delay, fmt::format("retry {} of {} in {}s", retries_done + 1, r.max_retries, format_seconds(delay))};
-}
-
 }  // namespace ddp::jobs

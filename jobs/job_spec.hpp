@@ -133,15 +133,4 @@ launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchConte
 // Seconds → Slurm's time format D-HH:MM:SS (rounded up to whole seconds).
 std::string slurm_time(double seconds);
 
-// Whether a failed run is relaunched, and after how long.
-struct RetryDecision {
-  bool retry = false;
-  double delay_s = 0;
-  std::string reason;  // why not (or why), for the job's reason field
-};
-// `runs_so_far`: runs launched, the failed one included. `exit_code`: the first failing rank's
-// code (128+signal for a signal), nullopt if unknown. `log_match`: a no-retry pattern that matched.
-RetryDecision decide_retry(const JobSpec& spec, int runs_so_far, std::optional<int> exit_code,
-                           const std::optional<std::string>& log_match);
-
 }  // namespace ddp::jobs

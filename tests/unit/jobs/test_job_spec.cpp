@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "jobs/job_spec.hpp"
+#include "jobs/run_outcome.hpp"
 
 using namespace ddp::jobs;
 
