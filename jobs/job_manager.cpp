@@ -19,6 +19,7 @@
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/user_regex.hpp"
+#include "jobs/fault_injection.hpp"
 #include "jobs/local_executor.hpp"
 #include "jobs/run_outcome.hpp"
 #include "jobs/run_logs.hpp"
@@ -58,10 +59,11 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config)
       inotify_(io),
       local_(std::make_unique<LocalExecutor>(io)),
       slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})),
-      kill_after_spawn_(std::getenv("DDP_DAEMON_TEST_KILL_AFTER_SPAWN") != nullptr) {
-  if (kill_after_spawn_)
-    spdlog::warn(
-        "DDP_DAEMON_TEST_KILL_AFTER_SPAWN is set: this daemon kills itself after its first spawn (tests only)");
+      kill_after_spawn_(fault_armed(kFaultKillAfterSpawn)) {
+  if (kill_after_spawn_) {
+    spdlog::warn("fault injection: {} armed: this daemon kills itself after its first spawn (tests only)",
+                 kFaultKillAfterSpawn);
+  }
 }
 
 JobManager::~JobManager() = default;

@@ -97,8 +97,8 @@ class JobManager {
   Scheduler scheduler_;
   Inotify inotify_;
   std::unique_ptr<Executor> local_, slurm_;
-  // DDP_DAEMON_TEST_KILL_AFTER_SPAWN (tests only): SIGKILL itself once a run has started, before
-  // its pid or Slurm id is committed, so the recovery of that window can be tested for real.
+  // Fault injection (fault_injection.hpp; test builds only): SIGKILL itself once a run has started,
+  // before its pid or Slurm id is committed, so the recovery of that window can be tested for real.
   bool kill_after_spawn_ = false;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
