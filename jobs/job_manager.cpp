@@ -3,53 +3,28 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/user_regex.hpp"
 #include "jobs/fault_injection.hpp"
 #include "jobs/local_executor.hpp"
+#include "jobs/managed_job.hpp"
 #include "jobs/run_outcome.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/slurm_executor.hpp"
-#include "launcher/metrics.hpp"
 
 namespace ddp::jobs {
 
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using json = nlohmann::json;
-
-struct JobManager::Job {
-  JobRecord rec;
-  JobSpec spec;
-  bool spec_ok = true;
-  bool submitting = false;  // a run is being started (sbatch in flight); no handle yet
-  std::optional<int> events_watch;
-  RunMemory run;  // this run, from its event stream (run_outcome.hpp)
-  // Cancel or timeout in progress:
-  bool cancel_requested = false;
-  JobState cancel_final = JobState::Cancelled;
-  std::string cancel_reason;
-  std::unique_ptr<asio::steady_timer> timeout_timer, kill_timer, retry_timer;
-  // JSON texts for list (summary) and get (detail), valid while cached_at == the generation.
-  mutable std::string summary, detail;
-  mutable std::uint64_t summary_at = 0, detail_at = 0;
-
-  void reset_run() { run = {}; }
-};
 
 JobManager::JobManager(asio::io_context& io, DaemonConfig config)
     : io_(io),
@@ -500,260 +475,6 @@ json JobManager::cancel(JobId id) {
       }
   }
   return to_json(job, false);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Recovery after a daemon restart
-
-void JobManager::recover() {
-  for (auto& rec : db_.load_jobs()) {
-    auto job = std::make_unique<Job>();
-    job->rec = std::move(rec);
-    try {
-      job->spec = parse_job_spec(job->rec.spec_yaml, fmt::format("job {}", job->rec.id));
-    } catch (const std::exception& e) {
-      job->spec_ok = false;
-      spdlog::error("job {}: its stored spec no longer parses: {}", job->rec.id, e.what());
-    }
-    ++submitted_total_;
-    restarts_total_ += static_cast<std::uint64_t>(job->rec.restarts);
-    jobs_[job->rec.id] = std::move(job);
-  }
-  std::size_t adopted = 0, settled = 0, requeued = 0;
-  std::vector<JobId> resubmit;  // executor: slurm jobs to submit again (no local queue)
-  for (auto& [id, jp] : jobs_) {
-    auto& job = *jp;
-    if (is_terminal(job.rec.state)) continue;
-    if (!job.spec_ok) {
-      job.rec.pid = 0;
-      set_state(job, job.rec.state == JobState::Pending ? JobState::Cancelled : JobState::Failed,
-                "its stored spec no longer parses with this ddp-launch");
-      continue;
-    }
-    replay_events(job);
-    if (job.rec.state == JobState::Cancelling) {
-      job.cancel_requested = true;
-      job.cancel_reason = job.rec.reason;
-      // Rows from before schema 4 carry no final state: their timeouts' reasons began "timed out".
-      job.cancel_final = job.rec.cancel_final.value_or(job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed
-                                                                                                 : JobState::Cancelled);
-    }
-    auto& executor = executor_of(job);
-    const bool local = executor.uses_host_resources();
-    bool ended_unrecorded = false;  // its supervisor ran and ended, its pid never recorded
-    if (local && job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
-      // Killed between starting the supervisor and recording its pid: the supervisor's command line
-      // names this run's event file (its processes.json may not be written yet).
-      auto events = fs::path(job.rec.run_dir) / "events.jsonl";
-      if (auto found = find_supervisor(events)) {
-        spdlog::info("job {}: found its supervisor (pid {}), started before the daemon stopped, by --events {}", id,
-                     found->pid, events.string());
-        job.rec.pid = found->pid;
-        job.rec.pid_start_time = found->pid_start_time;
-        persist(job);
-      } else {
-        std::error_code ec;
-        // It wrote events, so it ran: its outcome is in them; running the job again would wipe them.
-        ended_unrecorded = fs::file_size(events, ec) > 0 && !ec;
-      }
-    }
-    if (!run_live(job) && !ended_unrecorded) {
-      if (job.rec.state == JobState::Starting) {
-        set_state(job, JobState::Pending,
-                  local ? "requeued: the daemon restarted before the supervisor started"
-                        : fmt::format("requeued: the daemon restarted before sbatch answered (a Slurm job it may have "
-                                      "submitted is named ddp-{}-{})",
-                                      id, job.spec.name));
-      }
-      if (job.rec.state == JobState::Cancelling) {
-        set_state(job, job.cancel_final, job.cancel_reason);  // a timeout stays FAILED
-        continue;
-      }
-      if (job.rec.state == JobState::Restarting && job.rec.retry_at > now_seconds()) {
-        // A daemon retry still in its back-off: it waits out the rest, not a fresh one, nor none.
-        spdlog::info("job {}: retrying in {:.1f} s (its back-off, from before the restart)", id,
-                     job.rec.retry_at - now_seconds());
-        arm_retry(job, job.rec.retry_at - now_seconds());
-        ++requeued;
-        continue;
-      }
-      if (local) {
-        scheduler_.enqueue(id, job.rec.priority, static_cast<std::uint64_t>(id),
-                           {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
-      } else {
-        resubmit.push_back(id);
-      }
-      ++requeued;
-      continue;
-    }
-    bool alive = executor.can_readopt(run_of(job));
-    if (alive && (!local || scheduler_.hold({id, job.rec.slots, job.rec.gpus}))) {
-      if (local) {
-        spdlog::info("job {}: re-adopted its supervisor (pid {}) in {}", id, job.rec.pid, job.rec.run_dir);
-      } else {
-        spdlog::info("job {}: re-adopted {} job {} in {}", id, executor.name(), job.rec.external_id, job.rec.run_dir);
-      }
-      watch_run(job, false);
-      if (job.cancel_requested) {
-        executor.stop(id, run_of(job), false);
-      } else if (job.spec.timeout_s) {
-        arm_timeout(job, job.rec.started_at + *job.spec.timeout_s - now_seconds());
-      }
-      ++adopted;
-    } else {
-      if (alive) spdlog::error("job {}: its supervisor lives but its resources are taken; settling it", id);
-      spdlog::info("job {}: its supervisor ({}) ended while the daemon was down; reading {}", id,
-                   job.rec.pid != 0 ? fmt::format("pid {}", job.rec.pid) : "pid never recorded", job.rec.run_dir);
-      read_events(job);
-      settle(job, std::nullopt);
-      ++settled;
-    }
-  }
-  for (auto id : resubmit) {
-    auto& job = find(id);
-    if (job.rec.state == JobState::Pending || job.rec.state == JobState::Restarting) enqueue(job);
-  }
-  spdlog::info("recovered {} job(s): {} run(s) re-adopted, {} settled from their run directory, {} queued",
-               jobs_.size(), adopted, settled, requeued);
-  schedule();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Views
-
-json JobManager::to_json(const Job& job, bool detail) const {
-  const auto& r = job.rec;
-  json j{{"id", r.id},
-         {"name", r.name},
-         {"state", std::string(state_name(r.state))},
-         {"reason", r.reason},
-         {"priority", r.priority},
-         {"runs", r.runs},
-         {"restarts", r.restarts},
-         {"submitted_at", r.submitted_at},
-         {"started_at", r.started_at},
-         {"finished_at", r.finished_at},
-         {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
-         {"pid", r.pid},
-         {"gpus", r.gpus},
-         {"slots", job.spec.resources.nproc_per_node},
-         {"nproc_per_node", job.spec.resources.nproc_per_node},
-         {"gpus_per_node", job.spec.resources.gpus_per_node},
-         {"nodes", job.spec.resources.nodes},
-         {"executor", job.spec.executor}};
-  if (!r.external_id.empty()) j["slurm_job_id"] = r.external_id;
-  if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {
-    if (auto why = scheduler_.pending_reason(r.id)) j["pending_reason"] = *why;
-  }
-  if (detail) {
-    j["spec"] = r.spec_yaml;
-    j["run_dir"] = r.run_dir;
-  }
-  return j;
-}
-
-const std::string& JobManager::cached_text(const Job& job, bool detail) const {
-  auto& text = detail ? job.detail : job.summary;
-  auto& at = detail ? job.detail_at : job.summary_at;
-  if (at != generation_) {
-    text = to_json(job, detail).dump(-1, ' ', false, json::error_handler_t::replace);
-    at = generation_;
-  }
-  return text;
-}
-
-std::string JobManager::list_text(std::optional<JobState> state, std::size_t limit) const {
-  std::string out = "{\"jobs\":[";
-  std::size_t n = 0;
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && n < limit; ++it) {
-    if (state && it->second->rec.state != *state) continue;
-    if (n++) out += ',';
-    out += cached_text(*it->second, false);
-  }
-  out += fmt::format("],\"total\":{}}}\n", jobs_.size());
-  return out;
-}
-
-std::string JobManager::get_text(JobId id) const { return cached_text(find(id), true) + "\n"; }
-
-json JobManager::get(JobId id) const { return to_json(find(id), true); }
-
-json JobManager::events(JobId id) {
-  find(id);
-  json transitions = json::array();
-  for (const auto& t : db_.transitions(id)) {
-    transitions.push_back({{"time", t.time}, {"from", t.from}, {"to", t.to}, {"reason", t.reason}, {"run", t.run}});
-  }
-  json evs = json::array();
-  for (const auto& e : db_.events(id)) {
-    json data;
-    try {
-      data = json::parse(e.data_json);
-    } catch (const std::exception&) {
-      data = e.data_json;
-    }
-    data["run"] = e.run;
-    evs.push_back(data);
-  }
-  return {{"id", id}, {"transitions", transitions}, {"events", evs}};
-}
-
-std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
-  const auto& job = find(id);
-  if (job.rec.run_dir.empty()) return std::nullopt;
-  return executor_of(job).log_path(job.rec.run_dir, run_of(job), rank, stream);
-}
-
-json JobManager::job_metrics(JobId id) const {
-  const auto& job = find(id);
-  // Every rank's stdout in the latest attempt, in rank order.
-  std::map<int, fs::path> files;
-  std::error_code ec;
-  if (auto dir = job.rec.run_dir.empty() ? std::nullopt : latest_attempt_dir(job.rec.run_dir)) {
-    for (const auto& e : fs::directory_iterator(*dir, ec)) {
-      auto name = e.path().filename().string();
-      if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::error_code fec;
-      if (fs::exists(e.path() / "stdout.log", fec)) files[std::stoi(name)] = e.path() / "stdout.log";
-    }
-  }
-  std::vector<std::pair<std::string, UserRegex>> patterns;  // RE2: safe on lines of any length
-  for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
-  json ranks = json::object(), sources = json::object();
-  for (const auto& [rank, path] : files) {
-    std::string text = read_file_tail(path, 4 << 20);
-    json series = json::object();
-    for (const auto& [name, re] : patterns) {
-      json values = json::array();
-      re.for_each(text, [&](std::string_view v) {
-        if (auto x = launcher::parse_metric_number(v)) values.push_back(*x);
-      });
-      series[name] = values;
-    }
-    ranks[std::to_string(rank)] = series;
-    sources[std::to_string(rank)] = path.string();
-  }
-  // "metrics": rank 0's series, as before (the rank that usually logs), empty ones without it.
-  json rank0 = json::object();
-  for (const auto& [name, re] : patterns) rank0[name] = ranks.contains("0") ? ranks["0"][name] : json::array();
-  return {{"id", id},
-          {"source", sources.contains("0") ? sources["0"] : json("")},
-          {"metrics", rank0},
-          {"ranks", ranks},
-          {"sources", sources}};
-}
-
-JobCounts JobManager::counts() const {
-  JobCounts c;
-  for (const auto& [id, job] : jobs_) ++c.by_state[static_cast<std::size_t>(job->rec.state)];
-  c.queue_length = scheduler_.queue_length();
-  c.slots_total = scheduler_.slots_total();
-  c.slots_in_use = scheduler_.slots_in_use();
-  c.gpus_total = scheduler_.gpus_total();
-  c.gpus_in_use = scheduler_.gpus_in_use();
-  c.restarts_total = restarts_total_;
-  c.submitted_total = submitted_total_;
-  return c;
 }
 
 }  // namespace ddp::jobs

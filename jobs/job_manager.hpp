@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
@@ -79,6 +80,13 @@ class JobManager {
   void read_events(Job& job);
   void apply_event(Job& job, const nlohmann::json& event);
   void replay_events(Job& job);
+  // Recovery (job_recovery.cpp)
+  enum class Recovered { Nothing, Adopted, Settled, Requeued };
+  void load_jobs();
+  Recovered recover_job(Job& job, std::vector<JobId>& resubmit);
+  bool find_unrecorded_supervisor(Job& job);
+  Recovered requeue_recovered(Job& job, std::vector<JobId>& resubmit);
+  Recovered readopt_or_settle(Job& job);
   void on_supervisor_exit(Job& job, std::optional<int> wait_status);
   void settle(Job& job, std::optional<int> wait_status);
   void arm_retry(Job& job, double delay_s);

@@ -83,4 +83,18 @@ std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes
   return out;
 }
 
+std::map<int, fs::path> rank_stdout_files(const fs::path& run_dir) {
+  std::map<int, fs::path> files;
+  auto dir = latest_attempt_dir(run_dir);
+  if (!dir) return files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(*dir, ec)) {
+    auto name = e.path().filename().string();
+    if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code fec;
+    if (fs::exists(e.path() / "stdout.log", fec)) files[std::stoi(name)] = e.path() / "stdout.log";
+  }
+  return files;
+}
+
 }  // namespace ddp::jobs
