@@ -38,6 +38,11 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", seconds);
 }
 
+std::string format_seconds(double seconds) {
+  if (seconds == std::floor(seconds)) return fmt::format("{}", static_cast<long long>(seconds));
+  return fmt::format("{}", seconds);
+}
+
 std::optional<std::string> duration_range_problem(double seconds, DurationRange range) {
   if (seconds > range.max_s) return fmt::format("must be at most {}", format_duration(range.max_s));
   if (seconds < range.min_s) return fmt::format("must be at least {}", format_duration(range.min_s));

@@ -25,6 +25,9 @@ std::optional<std::string> duration_range_problem(double seconds, DurationRange 
 // 0.001 → "1ms", 86400 → "1d", 90 → "90s": the shortest exact form parse_duration reads back.
 std::string format_duration(double seconds);
 
+// A number of seconds as a flag or a message takes it: 90 → "90", 2.5 → "2.5" (no unit).
+std::string format_seconds(double seconds);
+
 // The form parse_duration reads, for messages: "a duration such as 30s, 5m, ...".
 inline constexpr std::string_view kDurationForms =
     "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds";

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/duration.hpp"
+
 namespace ddp::jobs {
 
 using json = nlohmann::json;
@@ -56,11 +58,6 @@ std::optional<RankFailure> rank_failure_of(const json& ev) {
     if (!error.empty()) f.text += ": " + error;
   }
   return f;
-}
-
-std::string format_seconds(double s) {
-  if (s == std::floor(s)) return fmt::format("{}", static_cast<long long>(s));
-  return fmt::format("{}", s);
 }
 
 }  // namespace

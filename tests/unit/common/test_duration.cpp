@@ -35,6 +35,12 @@ TEST_CASE("format_duration: the shortest exact form parse_duration reads back") 
   }
 }
 
+TEST_CASE("format_seconds: a plain number of seconds") {
+  CHECK(format_seconds(90) == "90");
+  CHECK(format_seconds(2.5) == "2.5");
+  CHECK(format_seconds(0) == "0");
+}
+
 TEST_CASE("duration_range_problem: both bounds and the sub-millisecond gap") {
   constexpr DurationRange day{0, 86400};
   CHECK_FALSE(duration_range_problem(0, day));
