@@ -14,8 +14,10 @@ inline constexpr std::string_view kFaultInjectVariable = "DDP_FAULT_INJECT";
 inline constexpr std::string_view kFaultKillAfterSpawn = "daemon-kill-after-spawn";
 
 #ifdef DDP_FAULT_INJECTION
+inline constexpr bool kFaultInjectionBuilt = true;
 bool fault_armed(std::string_view point);
 #else
+inline constexpr bool kFaultInjectionBuilt = false;  // `if constexpr (kFaultInjectionBuilt)` emits nothing
 constexpr bool fault_armed(std::string_view) { return false; }
 #endif
 

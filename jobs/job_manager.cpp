@@ -35,7 +35,7 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config)
       local_(std::make_unique<LocalExecutor>(io)),
       slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})),
       kill_after_spawn_(fault_armed(kFaultKillAfterSpawn)) {
-  if (kill_after_spawn_) {
+  if (kFaultInjectionBuilt && kill_after_spawn_) {
     spdlog::warn("fault injection: {} armed: this daemon kills itself after its first spawn (tests only)",
                  kFaultKillAfterSpawn);
   }
@@ -203,7 +203,9 @@ void JobManager::launch(Job& job, const Placement& placement) {
       RunRequest{id, &job.spec, run_dir, ctx},
       [this, id, run, &executor](const RunHandle& handle) {
         // Test only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
-        if (kill_after_spawn_) ::raise(SIGKILL);
+        if constexpr (kFaultInjectionBuilt) {
+          if (kill_after_spawn_) ::raise(SIGKILL);
+        }
         auto& j = find(id);
         j.submitting = false;
         if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
