@@ -16,8 +16,8 @@
 #include "jobs/fault_injection.hpp"
 #include "jobs/local_executor.hpp"
 #include "jobs/managed_job.hpp"
-#include "jobs/run_outcome.hpp"
 #include "jobs/run_logs.hpp"
+#include "jobs/run_outcome.hpp"
 #include "jobs/slurm_executor.hpp"
 
 namespace ddp::jobs {
@@ -45,13 +45,15 @@ JobManager::~JobManager() = default;
 
 JobManager::Job& JobManager::find(JobId id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  if (it == jobs_.end())
+    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
   return *it->second;
 }
 
 const JobManager::Job& JobManager::find(JobId id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  if (it == jobs_.end())
+    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
   return *it->second;
 }
 
@@ -201,45 +203,50 @@ void JobManager::launch(Job& job, const Placement& placement) {
   job.submitting = true;
   executor.start(
       RunRequest{id, &job.spec, run_dir, ctx},
-      [this, id, run, &executor](const RunHandle& handle) {
-        // Test only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
-        if constexpr (kFaultInjectionBuilt) {
-          if (kill_after_spawn_) ::raise(SIGKILL);
-        }
-        auto& j = find(id);
-        j.submitting = false;
-        if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
-          executor.stop(id, handle, false);
-          return;
-        }
-        j.rec.pid = handle.pid;
-        j.rec.pid_start_time = handle.pid_start_time;
-        j.rec.external_id = handle.external_id;
-        persist(j);
-        if (!handle.external_id.empty()) {
-          spdlog::info("job {}: submitted as {} job {}", id, executor.name(), handle.external_id);
-          set_state(j, JobState::Starting,
-                    fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
-        }
-        watch_run(j, true);
-        if (j.cancel_requested) {
-          executor.stop(id, handle, false);
-        } else if (j.spec.timeout_s) {
-          arm_timeout(j, *j.spec.timeout_s);
-        }
-      },
-      [this, id, run](const std::string& why) {
-        auto& j = find(id);
-        j.submitting = false;
-        if (j.rec.runs != run || is_terminal(j.rec.state)) return;
-        scheduler_.release(id);
-        ++generation_;
-        if (j.cancel_requested) {
-          set_state(j, j.cancel_final, j.cancel_reason);
-        } else {
-          set_state(j, JobState::Failed, why);
-        }
-      });
+      [this, id, run](const RunHandle& handle) { on_run_started(id, run, handle); },
+      [this, id, run](const std::string& why) { on_run_start_failed(id, run, why); });
+}
+
+// The executor started run `run` of job `id` (a supervisor's pid, or a Slurm job id).
+void JobManager::on_run_started(JobId id, int run, const RunHandle& handle) {
+  // Test builds only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
+  if constexpr (kFaultInjectionBuilt) {
+    if (kill_after_spawn_) ::raise(SIGKILL);
+  }
+  auto& j = find(id);
+  auto& executor = executor_of(j);
+  j.submitting = false;
+  if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
+    executor.stop(id, handle, false);
+    return;
+  }
+  j.rec.pid = handle.pid;
+  j.rec.pid_start_time = handle.pid_start_time;
+  j.rec.external_id = handle.external_id;
+  persist(j);
+  if (!handle.external_id.empty()) {
+    spdlog::info("job {}: submitted as {} job {}", id, executor.name(), handle.external_id);
+    set_state(j, JobState::Starting, fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
+  }
+  watch_run(j, true);
+  if (j.cancel_requested) {
+    executor.stop(id, handle, false);
+  } else if (j.spec.timeout_s) {
+    arm_timeout(j, *j.spec.timeout_s);
+  }
+}
+
+void JobManager::on_run_start_failed(JobId id, int run, const std::string& why) {
+  auto& j = find(id);
+  j.submitting = false;
+  if (j.rec.runs != run || is_terminal(j.rec.state)) return;
+  scheduler_.release(id);
+  ++generation_;
+  if (j.cancel_requested) {
+    set_state(j, j.cancel_final, j.cancel_reason);
+  } else {
+    set_state(j, JobState::Failed, why);
+  }
 }
 
 void JobManager::arm_timeout(Job& job, double seconds_left) {
@@ -297,7 +304,8 @@ void JobManager::read_events(Job& job) {
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto chunk = parse_event_lines(data);
   if (chunk.consumed == 0) return;  // only a partial line so far
-  for (const auto& why : chunk.unreadable) spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
+  for (const auto& why : chunk.unreadable)
+    spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
   const auto& lines = chunk.events;
   db_.transaction([&] {
     for (const auto& ev : lines) {
@@ -325,11 +333,10 @@ void JobManager::apply_event(Job& job, const json& ev) {
   if (auto next = state_after_supervisor_event(job.rec.state, type)) {
     int attempt = ev.value("attempt", 0);
     const auto& after = job.run.previous_failure;
-    std::string reason =
-        *next == JobState::Running
-            ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
-            : fmt::format("worker-group restart {} of {} after {}", attempt, job.spec.distributed.max_restarts,
-                          after.empty() ? "a failure" : after);
+    std::string reason = *next == JobState::Running
+                             ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
+                             : fmt::format("worker-group restart {} of {} after {}", attempt,
+                                           job.spec.distributed.max_restarts, after.empty() ? "a failure" : after);
     set_state(job, *next, reason);
   }
 }
@@ -459,7 +466,8 @@ json JobManager::cancel(JobId id) {
     case JobState::Succeeded:
     case JobState::Failed:
     case JobState::Cancelled:
-      throw JobError(JobErrorKind::Conflict, fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
+      throw JobError(JobErrorKind::Conflict,
+                     fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
     case JobState::Cancelling: break;
     case JobState::Pending:
       scheduler_.dequeue(id);

@@ -71,6 +71,8 @@ class JobManager {
   void persist(Job& job);
   void schedule();
   void launch(Job& job, const Placement& placement);
+  void on_run_started(JobId id, int run, const RunHandle& handle);
+  void on_run_start_failed(JobId id, int run, const std::string& why);
   void watch_run(Job& job, bool own_child);
   void on_run_update(Job& job, const RunUpdate& update);
   void arm_timeout(Job& job, double seconds_left);
