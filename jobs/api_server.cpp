@@ -161,11 +161,12 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       }
     } catch (const ApiError& e) {
       res = error_response(e.status, e.message, e.detail);
-    } catch (const JobSpecError& e) {
+    } catch (const JobSpecError& e) {  // the manager's domain errors, answered as the API layer maps them
       auto api = api_error_of(e);
       res = error_response(api.status, api.message, api.detail);
     } catch (const JobError& e) {
-      res = error_response(http_status_of(e.kind), e.message);
+      auto api = api_error_of(e);
+      res = error_response(api.status, api.message, api.detail);
     } catch (const std::exception& e) {
       spdlog::error("API: {} {}: {}", std::string(req.method_string()), std::string(req.target()), e.what());
       res = error_response(500, std::string("internal error: ") + e.what());
