@@ -29,8 +29,7 @@ std::string format_duration(double seconds);
 std::string format_seconds(double seconds);
 
 // The form parse_duration reads, for messages: "a duration such as 30s, 5m, ...".
-inline constexpr std::string_view kDurationForms =
-    "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds";
+inline constexpr std::string_view kDurationForms = "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds";
 
 // For flags and other single values: the seconds `text` means, or a UsageError naming `what`
 // (e.g. "--gpu-low-window"), the forms accepted and the range.

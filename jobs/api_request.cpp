@@ -23,7 +23,8 @@ ApiError api_error_of(const JobError& e) { return ApiError(http_status_of(e.kind
 
 ApiError api_error_of(const JobSpecError& e) {
   nlohmann::json problems = nlohmann::json::array();
-  for (const auto& p : e.problems()) problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
+  for (const auto& p : e.problems())
+    problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
   return ApiError(400, e.message(), {{"problems", problems}});
 }
 
@@ -62,7 +63,8 @@ void split(const std::string& s, char sep, F f) {
 Target parse_target(std::string_view target) {
   Target t;
   auto q = target.find('?');
-  split(std::string(target.substr(0, q)), '/', [&](const std::string& seg) { t.segments.push_back(percent_decode(seg)); });
+  split(std::string(target.substr(0, q)), '/',
+        [&](const std::string& seg) { t.segments.push_back(percent_decode(seg)); });
   if (q != std::string_view::npos) {
     split(std::string(target.substr(q + 1)), '&', [&](const std::string& kv) {
       auto eq = kv.find('=');

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "jobs/scheduler.hpp"
 #include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
+#include "jobs/scheduler.hpp"
 
 namespace ddp::jobs {
 
@@ -26,7 +26,7 @@ struct ApiError : std::runtime_error {
   nlohmann::json detail;
 };
 
-int http_status_of(JobErrorKind kind);    // NotFound 404, Conflict 409, DoesNotFit 422
+int http_status_of(JobErrorKind kind);  // NotFound 404, Conflict 409, DoesNotFit 422
 ApiError api_error_of(const JobError& e);
 ApiError api_error_of(const JobSpecError& e);  // 400, with every problem's line and column
 

@@ -409,7 +409,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   Socket socket_;
   JobManager& jobs_;
   std::shared_ptr<std::uint64_t> http_requests_;  // the server's, counted by every session
-  const std::string* token_;  // non-null: bearer token required (TCP)
+  const std::string* token_;                      // non-null: bearer token required (TCP)
   TcpAdmission tcp_;
   bool authenticated_ = false;
   asio::steady_timer idle_;
@@ -482,7 +482,8 @@ void ApiServer::accept_unix() {
   unix_->async_accept([this](boost::system::error_code ec, asio::local::stream_protocol::socket s) {
     if (ec == asio::error::operation_aborted) return;
     if (ec) return accept_later(&ApiServer::accept_unix);
-    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, http_requests_, nullptr)->start();
+    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, http_requests_, nullptr)
+        ->start();
     accept_unix();
   });
 }

@@ -82,8 +82,8 @@ bool JobManager::find_unrecorded_supervisor(Job& job) {
   if (!local || job.rec.pid != 0 || job.rec.state != JobState::Starting || job.rec.run_dir.empty()) return false;
   auto events = fs::path(job.rec.run_dir) / "events.jsonl";
   if (auto found = find_supervisor(events)) {
-    spdlog::info("job {}: found its supervisor (pid {}), started before the daemon stopped, by --events {}",
-                 job.rec.id, found->pid, events.string());
+    spdlog::info("job {}: found its supervisor (pid {}), started before the daemon stopped, by --events {}", job.rec.id,
+                 found->pid, events.string());
     job.rec.pid = found->pid;
     job.rec.pid_start_time = found->pid_start_time;
     persist(job);

@@ -1,9 +1,9 @@
 #include "jobs/run_logs.hpp"
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <fstream>
 
 namespace ddp::jobs {
 

@@ -73,11 +73,11 @@ TEST_CASE("Prometheus text: every series with its HELP and TYPE") {
   CHECK(text.find("# TYPE ddpd_jobs gauge\n") != std::string::npos);
   CHECK(text.find("ddpd_jobs{state=\"RUNNING\"} 3\n") != std::string::npos);
   CHECK(text.find("ddpd_jobs{state=\"CANCELLED\"} 0\n") != std::string::npos);
-  for (const char* line : {"ddpd_queue_length 4\n", "ddpd_slots_total 8\n", "ddpd_slots_in_use 6\n",
-                           "ddpd_gpus_total 2\n", "ddpd_gpus_in_use 1\n", "ddpd_job_restarts_total 5\n",
-                           "ddpd_jobs_submitted_total 9\n", "ddpd_http_requests_total 77\n",
-                           "# TYPE ddpd_http_requests_total counter\n",
-                           "# HELP ddpd_queue_length Jobs waiting for slots or GPUs.\n"}) {
+  for (const char* line :
+       {"ddpd_queue_length 4\n", "ddpd_slots_total 8\n", "ddpd_slots_in_use 6\n", "ddpd_gpus_total 2\n",
+        "ddpd_gpus_in_use 1\n", "ddpd_job_restarts_total 5\n", "ddpd_jobs_submitted_total 9\n",
+        "ddpd_http_requests_total 77\n", "# TYPE ddpd_http_requests_total counter\n",
+        "# HELP ddpd_queue_length Jobs waiting for slots or GPUs.\n"}) {
     CAPTURE(line);
     CHECK(text.find(line) != std::string::npos);
   }

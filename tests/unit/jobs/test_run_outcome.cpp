@@ -61,9 +61,9 @@ TEST_CASE("judge_run: the finished event decides; else the supervisor's wait sta
   CHECK(ok.exit_code == 0);
   CHECK(ok.text == "all ranks exited with code 0");
 
-  auto failed = judge_run(fold({{{"event", "rank_exited"}, {"rank", 1}, {"exit_code", 3}},
-                                {{"event", "finished"}, {"exit_code", 1}}}),
-                          RunEnd{exited(1), std::nullopt, 7, "/r"});
+  auto failed = judge_run(
+      fold({{{"event", "rank_exited"}, {"rank", 1}, {"exit_code", 3}}, {{"event", "finished"}, {"exit_code", 1}}}),
+      RunEnd{exited(1), std::nullopt, 7, "/r"});
   CHECK_FALSE(failed.succeeded);
   CHECK(failed.exit_code == 1);
   CHECK(failed.text == "rank 1 exited with code 3");
