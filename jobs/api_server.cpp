@@ -16,6 +16,10 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "jobs/api_request.hpp"
+#include "jobs/daemon_metrics.hpp"
+#include "jobs/run_logs.hpp"
+#include "jobs/unix_socket.hpp"
 
 namespace ddp::jobs {
 
@@ -28,84 +32,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
-
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else if (s[i] == '+') {
-      out += ' ';
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-struct Target {
-  std::vector<std::string> segments;
-  std::map<std::string, std::string> query;
-};
-
-Target parse_target(std::string_view target) {
-  Target t;
-  auto q = target.find('?');
-  std::string path(target.substr(0, q));
-  std::size_t start = 0;
-  while (start < path.size()) {
-    auto slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    if (slash > start) t.segments.push_back(percent_decode(path.substr(start, slash - start)));
-    start = slash + 1;
-  }
-  if (q != std::string_view::npos) {
-    std::string query(target.substr(q + 1));
-    start = 0;
-    while (start < query.size()) {
-      auto amp = query.find('&', start);
-      if (amp == std::string::npos) amp = query.size();
-      auto kv = query.substr(start, amp - start);
-      auto eq = kv.find('=');
-      if (!kv.empty()) {
-        t.query[percent_decode(kv.substr(0, eq))] = eq == std::string::npos ? "" : percent_decode(kv.substr(eq + 1));
-      }
-      start = amp + 1;
-    }
-  }
-  return t;
-}
-
-JobId parse_id(const std::string& s) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) {
-    throw ApiError(400, fmt::format("'{}' is not a job id (a positive integer, as ddp-launch list shows)", s));
-  }
-  return std::stoll(s);
-}
-
-// RFC 9112 §6.1: a request whose Transfer-Encoding does not end in chunked has no determinable
-// body (400, then close: its bytes must not be read as a next request); a coding before chunked
-// that the daemon cannot undo is 501.
-template <class Request>
-std::optional<std::pair<int, std::string>> transfer_coding_problem(const Request& req) {
-  auto field = req[http::field::transfer_encoding];
-  if (field.empty()) return std::nullopt;
-  std::vector<std::string> codings;
-  for (const auto& t : http::token_list{field}) codings.emplace_back(t);
-  if (codings.empty() || !beast::iequals(codings.back(), "chunked")) {
-    return std::pair{400, fmt::format("Transfer-Encoding '{}' does not end in chunked: the body's length is unknown "
-                                      "(send the job file with Content-Length, or chunked)",
-                                      std::string(field))};
-  }
-  if (codings.size() > 1) {
-    return std::pair{501, fmt::format("Transfer-Encoding '{}': only chunked is understood; send the job file as "
-                                      "plain text",
-                                      std::string(field))};
-  }
-  return std::nullopt;
-}
 
 // Request targets and job files are the client's bytes: never let invalid UTF-8 break a reply.
 std::string safe_dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
@@ -120,8 +46,14 @@ struct TcpAdmission {
 template <class Socket>
 class Session : public std::enable_shared_from_this<Session<Socket>> {
  public:
-  Session(Socket socket, JobManager& jobs, const std::string* token, TcpAdmission tcp = {})
-      : socket_(std::move(socket)), jobs_(jobs), token_(token), tcp_(std::move(tcp)), idle_(socket_.get_executor()) {
+  Session(Socket socket, JobManager& jobs, std::shared_ptr<std::uint64_t> http_requests, const std::string* token,
+          TcpAdmission tcp = {})
+      : socket_(std::move(socket)),
+        jobs_(jobs),
+        http_requests_(std::move(http_requests)),
+        token_(token),
+        tcp_(std::move(tcp)),
+        idle_(socket_.get_executor()) {
     if (tcp_.open) ++*tcp_.open;
   }
   // No end_follow() here: the io_context may outlive the JobManager at shutdown; the callbacks
@@ -166,8 +98,10 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     if (ec == http::error::header_limit) return send(error_response(431, "request headers over 16 KiB"), true);
     if (ec) return send(error_response(400, "malformed HTTP request: " + ec.message()), true);
     auto req = parser_->release();
-    ++jobs_.http_requests;
-    if (auto bad = transfer_coding_problem(req)) return send(error_response(bad->first, bad->second), true);
+    ++*http_requests_;
+    if (auto bad = transfer_coding_problem(std::string(req[http::field::transfer_encoding]))) {
+      return send(error_response(bad->first, bad->second), true);
+    }
     try {
       handle(req);
     } catch (const std::exception& e) {  // whatever one request does, the daemon keeps serving
@@ -227,6 +161,12 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       }
     } catch (const ApiError& e) {
       res = error_response(e.status, e.message, e.detail);
+    } catch (const JobSpecError& e) {  // the manager's domain errors, answered as the API layer maps them
+      auto api = api_error_of(e);
+      res = error_response(api.status, api.message, api.detail);
+    } catch (const JobError& e) {
+      auto api = api_error_of(e);
+      res = error_response(api.status, api.message, api.detail);
     } catch (const std::exception& e) {
       spdlog::error("API: {} {}: {}", std::string(req.method_string()), std::string(req.target()), e.what());
       res = error_response(500, std::string("internal error: ") + e.what());
@@ -248,7 +188,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       require_method(req, http::verb::get);
       res = Response{http::status::ok, 11};
       res.set(http::field::content_type, "text/plain; version=0.0.4");
-      res.body() = jobs_.prometheus();
+      res.body() = prometheus_text(jobs_.counts(), *http_requests_);
       return false;
     }
     if (s.size() < 2 || s[0] != "v1" || s[1] != "jobs") {
@@ -468,7 +408,8 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
   Socket socket_;
   JobManager& jobs_;
-  const std::string* token_;  // non-null: bearer token required (TCP)
+  std::shared_ptr<std::uint64_t> http_requests_;  // the server's, counted by every session
+  const std::string* token_;                      // non-null: bearer token required (TCP)
   TcpAdmission tcp_;
   bool authenticated_ = false;
   asio::steady_timer idle_;
@@ -489,48 +430,6 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
 ApiServer::ApiServer(asio::io_context& io, JobManager& jobs, ApiLimits limits)
     : io_(io), jobs_(jobs), limits_(limits), accept_pause_(io) {}
-
-namespace {
-
-// What is at --socket PATH may go only if it is a socket nobody answers on (its daemon is gone).
-// Anything else (a file, a directory, a link, a live daemon's socket) is the user's: refuse it.
-void remove_stale_socket(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return;  // nothing there
-  if (!S_ISSOCK(st.st_mode)) {
-    const char* kind = S_ISREG(st.st_mode)   ? "a regular file"
-                       : S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISLNK(st.st_mode) ? "a symbolic link"
-                                             : "not a socket";
-    throw UsageError(
-        fmt::format("--socket {} is {}: the daemon replaces only a stale socket a stopped daemon "
-                    "left there; move it away or give another --socket",
-                    path.string(), kind));
-  }
-  asio::io_context io;
-  asio::local::stream_protocol::socket probe(io);
-  boost::system::error_code cec;
-  probe.connect(asio::local::stream_protocol::endpoint(path.string()), cec);
-  if (!cec) {
-    ucred peer{};
-    socklen_t len = sizeof(peer);
-    bool known = ::getsockopt(probe.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid > 0;
-    throw UsageError(
-        fmt::format("--socket {}: another daemon{} already listens there; stop it first, or give this "
-                    "one its own --socket and --state-dir",
-                    path.string(), known ? fmt::format(" (pid {})", peer.pid) : ""));
-  }
-  if (cec != asio::error::connection_refused) {
-    throw UsageError(
-        fmt::format("--socket {}: cannot tell whether a daemon still answers on this socket ({}); "
-                    "remove it if it is stale, or give another --socket",
-                    path.string(), cec.message()));
-  }
-  std::error_code ec;
-  fs::remove(path, ec);  // stale: its daemon is gone
-}
-
-}  // namespace
 
 void ApiServer::listen_unix(const fs::path& path) {
   using proto = asio::local::stream_protocol;
@@ -583,7 +482,8 @@ void ApiServer::accept_unix() {
   unix_->async_accept([this](boost::system::error_code ec, asio::local::stream_protocol::socket s) {
     if (ec == asio::error::operation_aborted) return;
     if (ec) return accept_later(&ApiServer::accept_unix);
-    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, nullptr)->start();
+    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, http_requests_, nullptr)
+        ->start();
     accept_unix();
   });
 }
@@ -598,7 +498,7 @@ void ApiServer::accept_tcp() {
       tcp_full_logged_ = false;
       boost::system::error_code nec;
       s.set_option(asio::ip::tcp::no_delay(true), nec);
-      std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, &token_,
+      std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, http_requests_, &token_,
                                                        TcpAdmission{tcp_open_, limits_.tcp_auth_timeout})
           ->start();
     }

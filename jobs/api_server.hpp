@@ -47,7 +47,8 @@ class ApiServer {
   boost::asio::io_context& io_;
   JobManager& jobs_;
   ApiLimits limits_;
-  std::shared_ptr<std::size_t> tcp_open_ = std::make_shared<std::size_t>(0);  // live TCP sessions
+  std::shared_ptr<std::uint64_t> http_requests_ = std::make_shared<std::uint64_t>(0);  // GET /metrics
+  std::shared_ptr<std::size_t> tcp_open_ = std::make_shared<std::size_t>(0);           // live TCP sessions
   bool tcp_full_logged_ = false;
   boost::asio::steady_timer accept_pause_;
   std::optional<boost::asio::local::stream_protocol::acceptor> unix_;

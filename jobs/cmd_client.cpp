@@ -60,148 +60,147 @@ void add_socket_option(CLI::App* sub, std::string& socket) {
                   "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or ~/.local/state/ddp-launch/daemon.sock)");
 }
 
+Command add_submit_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("submit", "Submit a YAML job file to the daemon; prints the job id");
+  auto file = std::make_shared<std::string>();
+  auto socket = std::make_shared<std::string>();
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_option("FILE", *file, "The job file (schema: jobs/README.md)")->required();
+  sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            std::ifstream in(*file, std::ios::binary);
+            if (!in) throw UsageError(fmt::format("cannot read the job file {}", *file));
+            std::stringstream ss;
+            ss << in.rdbuf();
+            jobs::ApiClient client(socket_of(*socket));
+            auto r = client.request("POST", "/v1/jobs", ss.str(), {{"X-Ddp-File", *file}});
+            auto body = checked(r);
+            if (*as_json) {
+              std::cout << body.dump(2) << "\n";
+            } else {
+              std::cout << body["id"].get<long long>() << "\n";
+              std::cerr << fmt::format("submitted job {} ({}): {}\n", body["id"].get<long long>(),
+                                       body["name"].get<std::string>(), body["state"].get<std::string>());
+            }
+            return 0;
+          }};
+}
+
+Command add_list_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("list", "List the daemon's jobs, newest first");
+  auto socket = std::make_shared<std::string>();
+  auto state = std::make_shared<std::string>();
+  auto limit = std::make_shared<int>(100);
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_option("--state", *state, "Only jobs in this state (PENDING, RUNNING, FAILED, …)");
+  sub->add_option("--limit", *limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
+  sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            jobs::ApiClient client(socket_of(*socket));
+            auto target = fmt::format("/v1/jobs?limit={}", *limit);
+            if (!state->empty()) target += "&state=" + *state;
+            auto body = checked(client.request("GET", target));
+            if (*as_json) {
+              std::cout << body.dump(2) << "\n";
+              return 0;
+            }
+            std::cout << fmt::format("{:>5}  {:<20} {:<11} {:>4} {:>8} {:>6}  {}\n", "ID", "NAME", "STATE", "RUNS",
+                                     "PRIORITY", "GPUS", "REASON");
+            for (const auto& j : body["jobs"]) {
+              auto reason = j.contains("pending_reason") ? j["pending_reason"] : j["reason"];
+              std::cout << fmt::format("{:>5}  {:<20} {:<11} {:>4} {:>8} {:>6}  {}\n", j["id"].get<long long>(),
+                                       j["name"].get<std::string>(), j["state"].get<std::string>(),
+                                       j["runs"].get<int>(), j["priority"].get<int>(), join_gpus(j["gpus"]),
+                                       text_or_dash(reason));
+            }
+            return 0;
+          }};
+}
+
+Command add_status_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("status", "Show one job of the daemon");
+  auto socket = std::make_shared<std::string>();
+  auto id = std::make_shared<long long>(0);
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
+  sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            jobs::ApiClient client(socket_of(*socket));
+            auto j = checked(client.request("GET", fmt::format("/v1/jobs/{}", *id)));
+            if (*as_json) {
+              std::cout << j.dump(2) << "\n";
+              return 0;
+            }
+            std::cout << fmt::format("job {} ({}): {}\n", j["id"].get<long long>(), j["name"].get<std::string>(),
+                                     j["state"].get<std::string>());
+            std::cout << fmt::format("  reason:    {}\n",
+                                     text_or_dash(j.contains("pending_reason") ? j["pending_reason"] : j["reason"]));
+            std::cout << fmt::format("  runs:      {} (restarts {})\n", j["runs"].get<int>(), j["restarts"].get<int>());
+            if (j.value("executor", std::string("local")) == "slurm") {
+              std::cout << fmt::format("  resources: {} node(s) x {} rank(s), on Slurm\n", j.value("nodes", 1),
+                                       j["nproc_per_node"].get<int>());
+            } else {
+              std::cout << fmt::format("  resources: {} rank(s), GPUs {}\n", j["nproc_per_node"].get<int>(),
+                                       join_gpus(j["gpus"]));
+            }
+            std::cout << fmt::format("  exit code: {}\n", text_or_dash(j["exit_code"]));
+            if (j["pid"].get<int>() > 0) std::cout << fmt::format("  supervisor pid: {}\n", j["pid"].get<int>());
+            if (j.contains("slurm_job_id")) {
+              std::cout << fmt::format("  slurm job: {} (scontrol -o show job {})\n",
+                                       j["slurm_job_id"].get<std::string>(), j["slurm_job_id"].get<std::string>());
+            }
+            std::cout << fmt::format("  run dir:   {}\n", text_or_dash(j["run_dir"]));
+            return 0;
+          }};
+}
+
+Command add_logs_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("logs", "Print a job's log (one rank's stdout by default); -f follows it");
+  auto socket = std::make_shared<std::string>();
+  auto id = std::make_shared<long long>(0);
+  auto follow = std::make_shared<bool>(false);
+  auto rank = std::make_shared<std::string>("0");
+  auto err = std::make_shared<bool>(false);
+  sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
+  sub->add_flag("-f,--follow", *follow, "Keep printing until the job ends");
+  sub->add_option("--rank", *rank, "Rank whose output to show, or 'supervisor'")->capture_default_str();
+  sub->add_flag("--stderr", *err, "The rank's stderr instead of its stdout");
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            jobs::ApiClient client(socket_of(*socket));
+            auto target = fmt::format("/v1/jobs/{}/logs?rank={}&stream={}{}", *id, *rank, *err ? "stderr" : "stdout",
+                                      *follow ? "&follow=1" : "");
+            auto reply = client.stream(target, [&](std::string_view data) {
+              std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
+              std::cout.flush();
+            });
+            if (reply.status >= 400) checked(reply);
+            return 0;
+          }};
+}
+
+Command add_cancel_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("cancel", "Cancel a job: queued ones are dropped, running ones stopped");
+  auto socket = std::make_shared<std::string>();
+  auto id = std::make_shared<long long>(0);
+  sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            jobs::ApiClient client(socket_of(*socket));
+            auto j = checked(client.request("POST", fmt::format("/v1/jobs/{}/cancel", *id)));
+            std::cout << fmt::format("job {}: {}\n", j["id"].get<long long>(), j["state"].get<std::string>());
+            return 0;
+          }};
+}
+
 }  // namespace
 
 std::vector<Command> add_job_client_commands(CLI::App& app) {
-  std::vector<Command> out;
-
-  {
-    auto* sub = app.add_subcommand("submit", "Submit a YAML job file to the daemon; prints the job id");
-    auto file = std::make_shared<std::string>();
-    auto socket = std::make_shared<std::string>();
-    auto as_json = std::make_shared<bool>(false);
-    sub->add_option("FILE", *file, "The job file (schema: jobs/README.md)")->required();
-    sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
-    add_socket_option(sub, *socket);
-    out.push_back({sub, [=]() -> int {
-                     std::ifstream in(*file, std::ios::binary);
-                     if (!in) throw UsageError(fmt::format("cannot read the job file {}", *file));
-                     std::stringstream ss;
-                     ss << in.rdbuf();
-                     jobs::ApiClient client(socket_of(*socket));
-                     auto r = client.request("POST", "/v1/jobs", ss.str(), {{"X-Ddp-File", *file}});
-                     auto body = checked(r);
-                     if (*as_json) {
-                       std::cout << body.dump(2) << "\n";
-                     } else {
-                       std::cout << body["id"].get<long long>() << "\n";
-                       std::cerr << fmt::format("submitted job {} ({}): {}\n", body["id"].get<long long>(),
-                                                body["name"].get<std::string>(), body["state"].get<std::string>());
-                     }
-                     return 0;
-                   }});
-  }
-
-  {
-    auto* sub = app.add_subcommand("list", "List the daemon's jobs, newest first");
-    auto socket = std::make_shared<std::string>();
-    auto state = std::make_shared<std::string>();
-    auto limit = std::make_shared<int>(100);
-    auto as_json = std::make_shared<bool>(false);
-    sub->add_option("--state", *state, "Only jobs in this state (PENDING, RUNNING, FAILED, …)");
-    sub->add_option("--limit", *limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
-    sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
-    add_socket_option(sub, *socket);
-    out.push_back({sub, [=]() -> int {
-                     jobs::ApiClient client(socket_of(*socket));
-                     auto target = fmt::format("/v1/jobs?limit={}", *limit);
-                     if (!state->empty()) target += "&state=" + *state;
-                     auto body = checked(client.request("GET", target));
-                     if (*as_json) {
-                       std::cout << body.dump(2) << "\n";
-                       return 0;
-                     }
-                     std::cout << fmt::format("{:>5}  {:<20} {:<11} {:>4} {:>8} {:>6}  {}\n", "ID", "NAME", "STATE",
-                                              "RUNS", "PRIORITY", "GPUS", "REASON");
-                     for (const auto& j : body["jobs"]) {
-                       auto reason = j.contains("pending_reason") ? j["pending_reason"] : j["reason"];
-                       std::cout << fmt::format("{:>5}  {:<20} {:<11} {:>4} {:>8} {:>6}  {}\n",
-                                                j["id"].get<long long>(), j["name"].get<std::string>(),
-                                                j["state"].get<std::string>(), j["runs"].get<int>(),
-                                                j["priority"].get<int>(), join_gpus(j["gpus"]), text_or_dash(reason));
-                     }
-                     return 0;
-                   }});
-  }
-
-  {
-    auto* sub = app.add_subcommand("status", "Show one job of the daemon");
-    auto socket = std::make_shared<std::string>();
-    auto id = std::make_shared<long long>(0);
-    auto as_json = std::make_shared<bool>(false);
-    sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
-    sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
-    add_socket_option(sub, *socket);
-    out.push_back(
-        {sub, [=]() -> int {
-           jobs::ApiClient client(socket_of(*socket));
-           auto j = checked(client.request("GET", fmt::format("/v1/jobs/{}", *id)));
-           if (*as_json) {
-             std::cout << j.dump(2) << "\n";
-             return 0;
-           }
-           std::cout << fmt::format("job {} ({}): {}\n", j["id"].get<long long>(), j["name"].get<std::string>(),
-                                    j["state"].get<std::string>());
-           std::cout << fmt::format("  reason:    {}\n",
-                                    text_or_dash(j.contains("pending_reason") ? j["pending_reason"] : j["reason"]));
-           std::cout << fmt::format("  runs:      {} (restarts {})\n", j["runs"].get<int>(), j["restarts"].get<int>());
-           if (j.value("executor", std::string("local")) == "slurm") {
-             std::cout << fmt::format("  resources: {} node(s) x {} rank(s), on Slurm\n", j.value("nodes", 1),
-                                      j["nproc_per_node"].get<int>());
-           } else {
-             std::cout << fmt::format("  resources: {} rank(s), GPUs {}\n", j["nproc_per_node"].get<int>(),
-                                      join_gpus(j["gpus"]));
-           }
-           std::cout << fmt::format("  exit code: {}\n", text_or_dash(j["exit_code"]));
-           if (j["pid"].get<int>() > 0) std::cout << fmt::format("  supervisor pid: {}\n", j["pid"].get<int>());
-           if (j.contains("slurm_job_id")) {
-             std::cout << fmt::format("  slurm job: {} (scontrol -o show job {})\n",
-                                      j["slurm_job_id"].get<std::string>(), j["slurm_job_id"].get<std::string>());
-           }
-           std::cout << fmt::format("  run dir:   {}\n", text_or_dash(j["run_dir"]));
-           return 0;
-         }});
-  }
-
-  {
-    auto* sub = app.add_subcommand("logs", "Print a job's log (one rank's stdout by default); -f follows it");
-    auto socket = std::make_shared<std::string>();
-    auto id = std::make_shared<long long>(0);
-    auto follow = std::make_shared<bool>(false);
-    auto rank = std::make_shared<std::string>("0");
-    auto err = std::make_shared<bool>(false);
-    sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
-    sub->add_flag("-f,--follow", *follow, "Keep printing until the job ends");
-    sub->add_option("--rank", *rank, "Rank whose output to show, or 'supervisor'")->capture_default_str();
-    sub->add_flag("--stderr", *err, "The rank's stderr instead of its stdout");
-    add_socket_option(sub, *socket);
-    out.push_back({sub, [=]() -> int {
-                     jobs::ApiClient client(socket_of(*socket));
-                     auto target = fmt::format("/v1/jobs/{}/logs?rank={}&stream={}{}", *id, *rank,
-                                               *err ? "stderr" : "stdout", *follow ? "&follow=1" : "");
-                     auto reply = client.stream(target, [&](std::string_view data) {
-                       std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
-                       std::cout.flush();
-                     });
-                     if (reply.status >= 400) checked(reply);
-                     return 0;
-                   }});
-  }
-
-  {
-    auto* sub = app.add_subcommand("cancel", "Cancel a job: queued ones are dropped, running ones stopped");
-    auto socket = std::make_shared<std::string>();
-    auto id = std::make_shared<long long>(0);
-    sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
-    add_socket_option(sub, *socket);
-    out.push_back({sub, [=]() -> int {
-                     jobs::ApiClient client(socket_of(*socket));
-                     auto j = checked(client.request("POST", fmt::format("/v1/jobs/{}/cancel", *id)));
-                     std::cout << fmt::format("job {}: {}\n", j["id"].get<long long>(), j["state"].get<std::string>());
-                     return 0;
-                   }});
-  }
-  return out;
+  return {add_submit_command(app), add_list_command(app), add_status_command(app), add_logs_command(app),
+          add_cancel_command(app)};
 }
 
 }  // namespace ddp::cli

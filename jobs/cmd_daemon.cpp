@@ -81,6 +81,131 @@ int lock_state_dir(const fs::path& dir) {
   return fd;  // held (and locked) for the life of the process
 }
 
+// --state-dir (or the default), created 0700 and canonical.
+fs::path prepare_state_dir(const std::string& flag) {
+  fs::path state_dir = flag.empty() ? jobs::default_state_dir() : fs::path(flag);
+  std::error_code ec;
+  fs::create_directories(state_dir, ec);
+  if (ec) throw UsageError(fmt::format("cannot create the state directory {}: {}", state_dir.string(), ec.message()));
+  state_dir = fs::canonical(state_dir);
+  ::chmod(state_dir.c_str(), 0700);
+  return state_dir;
+}
+
+jobs::DaemonConfig daemon_config(const DaemonArgs& a, const fs::path& state_dir) {
+  jobs::DaemonConfig config;
+  config.state_dir = state_dir;
+  config.self_exe = fs::read_symlink("/proc/self/exe").string();
+  config.inventory.slots = a.slots > 0 ? a.slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int gpus = a.gpus;
+  if (gpus < 0) {
+    auto count = gpu::count_gpus();
+    gpus = count.count.value_or(0);
+    if (!count.count) spdlog::info("no GPUs to hand out: {}", count.why_not);
+  }
+  for (int g = 0; g < gpus; ++g) config.inventory.gpu_indices.push_back(g);
+  config.slurm_poll_interval = std::chrono::milliseconds(static_cast<long>(a.slurm_poll * 1000));
+  return config;
+}
+
+// --listen HOST:PORT: serves the API there too; returns " tcp=HOST:PORT" (the bound port) for
+// the ready line.
+std::string listen_tcp(jobs::ApiServer& server, const std::string& listen, const std::string& token) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) throw UsageError(fmt::format("--listen '{}': give HOST:PORT", listen));
+  int port = 0;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    port = -1;
+  }
+  if (port < 0 || port > 65535) throw UsageError(fmt::format("--listen '{}': the port is not 0..65535", listen));
+  auto bound = server.listen_tcp(listen.substr(0, colon), static_cast<std::uint16_t>(port), token);
+  return fmt::format(" tcp={}:{}", listen.substr(0, colon), bound);
+}
+
+// Runs the loop until SIGINT/SIGTERM.
+void serve(boost::asio::io_context& io, jobs::ApiServer& server) {
+  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
+  stop.async_wait([&](boost::system::error_code ec2, int signo) {
+    if (ec2) return;
+    // Jobs keep running in their own sessions; the next daemon re-adopts them.
+    spdlog::info("received signal {}: stopping the API; running jobs go on and are re-adopted at the next start",
+                 signo);
+    server.stop();
+    io.stop();
+  });
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {  // one bad handler must not take the daemon (and the jobs' view) down
+      spdlog::error("daemon: unexpected error in the event loop, continuing: {}", e.what());
+    }
+  }
+}
+
+void add_daemon_options(CLI::App* sub, DaemonArgs& a) {
+  sub->add_option("--state-dir", a.state_dir,
+                  "Database, job run directories and the API token (default: "
+                  "$XDG_STATE_HOME/ddp-launch or ~/.local/state/ddp-launch)");
+  sub->add_option("--socket", a.socket,
+                  "Unix socket of the API, mode 0600 (default: $DDP_DAEMON_SOCKET, "
+                  "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or <state-dir>/daemon.sock)");
+  sub->add_option("--listen", a.listen,
+                  "Also serve the API on TCP HOST:PORT; every request needs the bearer "
+                  "token in <state-dir>/token");
+  sub->add_option("--slots", a.slots, "CPU slots (one per rank) jobs may use (default: the CPU count)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--gpus", a.gpus,
+                  "GPUs to hand out, 0..N-1 (default: what NVML reports; a number here "
+                  "configures them, e.g. for tests)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--slurm-poll-interval", a.slurm_poll,
+                  "Seconds between two `scontrol -o show job` of each running executor: slurm job")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  sub->add_option("--max-tcp-connections", a.max_tcp_connections,
+                  "TCP clients (--listen) served at once; more are answered 503 and closed. The unix socket is "
+                  "never capped (default: half the open-file limit, at most 1024)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  sub->add_option("--tcp-auth-timeout", a.tcp_auth_timeout,
+                  "Seconds a TCP connection may take to send an authenticated request; then it is closed")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+}
+
+int run_daemon(const DaemonArgs& a) {
+  fs::path state_dir = prepare_state_dir(a.state_dir);
+  int lock_fd = lock_state_dir(state_dir);
+  (void)lock_fd;
+  auto token = load_or_create_token(state_dir / "token");
+
+  auto config = daemon_config(a, state_dir);
+
+  std::signal(SIGPIPE, SIG_IGN);
+  // One descriptor per client, per followed log, per job: the soft limit goes up to the hard one,
+  // and TCP clients get a share of it that leaves the unix socket and the jobs theirs.
+  auto open_files = proc::raise_open_file_limit();
+  jobs::ApiLimits limits;
+  limits.max_tcp_connections = jobs::tcp_connection_cap(open_files, a.max_tcp_connections);
+  limits.tcp_auth_timeout = std::chrono::milliseconds(static_cast<long>(a.tcp_auth_timeout * 1000));
+  boost::asio::io_context io;
+  jobs::JobManager manager(io, config);
+  jobs::ApiServer server(io, manager, limits);
+  manager.recover();
+  fs::path socket = a.socket.empty() ? jobs::default_socket_path(state_dir) : fs::path(a.socket);
+  server.listen_unix(socket);
+  std::string tcp = a.listen.empty() ? "" : listen_tcp(server, a.listen, token);
+  spdlog::info("daemon ready: {} slots, {} GPUs, state in {}", config.inventory.slots,
+               config.inventory.gpu_indices.size(), state_dir.string());
+  // One line on stdout for scripts and tests: where to reach it.
+  std::cout << "listening unix=" << socket.string() << tcp << std::endl;
+
+  serve(io, server);
+  return 0;
+}
+
 }  // namespace
 
 Command add_daemon_command(CLI::App& app) {
@@ -88,111 +213,8 @@ Command add_daemon_command(CLI::App& app) {
                                  "Run the job daemon: queue YAML jobs, hand out slots and GPUs, run each "
                                  "under its own supervisor (HTTP API on a unix socket)");
   auto a = std::make_shared<DaemonArgs>();
-  sub->add_option("--state-dir", a->state_dir,
-                  "Database, job run directories and the API token (default: "
-                  "$XDG_STATE_HOME/ddp-launch or ~/.local/state/ddp-launch)");
-  sub->add_option("--socket", a->socket,
-                  "Unix socket of the API, mode 0600 (default: $DDP_DAEMON_SOCKET, "
-                  "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or <state-dir>/daemon.sock)");
-  sub->add_option("--listen", a->listen,
-                  "Also serve the API on TCP HOST:PORT; every request needs the bearer "
-                  "token in <state-dir>/token");
-  sub->add_option("--slots", a->slots, "CPU slots (one per rank) jobs may use (default: the CPU count)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--gpus", a->gpus,
-                  "GPUs to hand out, 0..N-1 (default: what NVML reports; a number here "
-                  "configures them, e.g. for tests)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--slurm-poll-interval", a->slurm_poll,
-                  "Seconds between two `scontrol -o show job` of each running executor: slurm job")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  sub->add_option("--max-tcp-connections", a->max_tcp_connections,
-                  "TCP clients (--listen) served at once; more are answered 503 and closed. The unix socket is "
-                  "never capped (default: half the open-file limit, at most 1024)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-  sub->add_option("--tcp-auth-timeout", a->tcp_auth_timeout,
-                  "Seconds a TCP connection may take to send an authenticated request; then it is closed")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-
-  auto run = [a]() -> int {
-    fs::path state_dir = a->state_dir.empty() ? jobs::default_state_dir() : fs::path(a->state_dir);
-    std::error_code ec;
-    fs::create_directories(state_dir, ec);
-    if (ec) throw UsageError(fmt::format("cannot create the state directory {}: {}", state_dir.string(), ec.message()));
-    state_dir = fs::canonical(state_dir);
-    ::chmod(state_dir.c_str(), 0700);
-    int lock_fd = lock_state_dir(state_dir);
-    (void)lock_fd;
-    auto token = load_or_create_token(state_dir / "token");
-
-    jobs::DaemonConfig config;
-    config.state_dir = state_dir;
-    config.self_exe = fs::read_symlink("/proc/self/exe").string();
-    config.inventory.slots =
-        a->slots > 0 ? a->slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    int gpus = a->gpus;
-    if (gpus < 0) {
-      auto count = gpu::count_gpus();
-      gpus = count.count.value_or(0);
-      if (!count.count) spdlog::info("no GPUs to hand out: {}", count.why_not);
-    }
-    for (int g = 0; g < gpus; ++g) config.inventory.gpu_indices.push_back(g);
-    config.slurm_poll_interval = std::chrono::milliseconds(static_cast<long>(a->slurm_poll * 1000));
-
-    std::signal(SIGPIPE, SIG_IGN);
-    // One descriptor per client, per followed log, per job: the soft limit goes up to the hard one,
-    // and TCP clients get a share of it that leaves the unix socket and the jobs theirs.
-    auto open_files = proc::raise_open_file_limit();
-    jobs::ApiLimits limits;
-    limits.max_tcp_connections = jobs::tcp_connection_cap(open_files, a->max_tcp_connections);
-    limits.tcp_auth_timeout = std::chrono::milliseconds(static_cast<long>(a->tcp_auth_timeout * 1000));
-    boost::asio::io_context io;
-    jobs::JobManager manager(io, config);
-    jobs::ApiServer server(io, manager, limits);
-    manager.recover();
-    fs::path socket = a->socket.empty() ? jobs::default_socket_path(state_dir) : fs::path(a->socket);
-    server.listen_unix(socket);
-    std::string tcp;
-    if (!a->listen.empty()) {
-      auto colon = a->listen.rfind(':');
-      if (colon == std::string::npos) throw UsageError(fmt::format("--listen '{}': give HOST:PORT", a->listen));
-      int port = 0;
-      try {
-        port = std::stoi(a->listen.substr(colon + 1));
-      } catch (const std::exception&) {
-        port = -1;
-      }
-      if (port < 0 || port > 65535) throw UsageError(fmt::format("--listen '{}': the port is not 0..65535", a->listen));
-      auto bound = server.listen_tcp(a->listen.substr(0, colon), static_cast<std::uint16_t>(port), token);
-      tcp = fmt::format(" tcp={}:{}", a->listen.substr(0, colon), bound);
-    }
-    spdlog::info("daemon ready: {} slots, {} GPUs, state in {}", config.inventory.slots,
-                 config.inventory.gpu_indices.size(), state_dir.string());
-    // One line on stdout for scripts and tests: where to reach it.
-    std::cout << "listening unix=" << socket.string() << tcp << std::endl;
-
-    boost::asio::signal_set stop(io, SIGINT, SIGTERM);
-    stop.async_wait([&](boost::system::error_code ec2, int signo) {
-      if (ec2) return;
-      // Jobs keep running in their own sessions; the next daemon re-adopts them.
-      spdlog::info("received signal {}: stopping the API; running jobs go on and are re-adopted at the next start",
-                   signo);
-      server.stop();
-      io.stop();
-    });
-    for (;;) {
-      try {
-        io.run();
-        break;
-      } catch (const std::exception& e) {  // one bad handler must not take the daemon (and the jobs' view) down
-        spdlog::error("daemon: unexpected error in the event loop, continuing: {}", e.what());
-      }
-    }
-    return 0;
-  };
-  return {sub, run};
+  add_daemon_options(sub, *a);
+  return {sub, [a]() -> int { return run_daemon(*a); }};
 }
 
 }  // namespace ddp::cli

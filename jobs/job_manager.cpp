@@ -3,108 +3,28 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/user_regex.hpp"
+#include "jobs/fault_injection.hpp"
 #include "jobs/local_executor.hpp"
+#include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"
+#include "jobs/run_outcome.hpp"
 #include "jobs/slurm_executor.hpp"
-#include "launcher/metrics.hpp"
 
 namespace ddp::jobs {
 
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using json = nlohmann::json;
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-struct JobManager::Job {
-  JobRecord rec;
-  JobSpec spec;
-  bool spec_ok = true;
-  bool submitting = false;  // a run is being started (sbatch in flight); no handle yet
-  std::optional<int> events_watch;
-  // This run, from its event stream:
-  bool finished_seen = false;
-  std::optional<int> finished_exit;
-  std::optional<int> first_failure_code;  // of the latest worker-group attempt
-  std::string first_failure;              // "rank 1 exited with code 3"
-  std::string end_reason;                 // how the executor saw the run end ("Slurm job 12 COMPLETED ...")
-  // Cancel or timeout in progress:
-  bool cancel_requested = false;
-  JobState cancel_final = JobState::Cancelled;
-  std::string cancel_reason;
-  std::unique_ptr<asio::steady_timer> timeout_timer, kill_timer, retry_timer;
-  // JSON texts for list (summary) and get (detail), valid while cached_at == the generation.
-  mutable std::string summary, detail;
-  mutable std::uint64_t summary_at = 0, detail_at = 0;
-
-  void reset_run() {
-    finished_seen = false;
-    finished_exit.reset();
-    first_failure_code.reset();
-    first_failure.clear();
-    end_reason.clear();
-  }
-};
-
-namespace {
-
-int signal_number(const std::string& name) {
-  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
-  for (int s = 1; s < NSIG; ++s) {
-    const char* abbrev = ::sigabbrev_np(s);
-    if (abbrev && bare == abbrev) return s;
-  }
-  return 0;
-}
-
-// A failed rank as a rank_exited or root_cause event names it: 128 + N for a signal.
-struct RankFailure {
-  int code = 0;
-  std::string text;  // "rank 1 exited with code 3: ValueError: boom"
-};
-
-std::optional<RankFailure> rank_failure_of(const json& ev) {
-  const bool signalled = ev.contains("signal") && ev["signal"].is_string();
-  std::optional<int> code;
-  if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
-  if (signalled) code = 128 + signal_number(ev["signal"].get<std::string>());
-  if (!code || *code == 0) return std::nullopt;
-  RankFailure f{
-      *code, signalled ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
-                       : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code)};
-  // The first line of its error file (root_cause carries it): "ValueError: boom", not the traceback.
-  if (ev.contains("error") && ev["error"].is_string()) {
-    auto error = ev["error"].get<std::string>();
-    error = error.substr(0, error.find('\n'));
-    constexpr std::size_t kMaxError = 200;
-    if (error.size() > kMaxError) {
-      std::size_t cut = kMaxError;
-      while (cut > 0 && (static_cast<unsigned char>(error[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-      error = error.substr(0, cut) + "…";
-    }
-    if (!error.empty()) f.text += ": " + error;
-  }
-  return f;
-}
-
-}  // namespace
 
 JobManager::JobManager(asio::io_context& io, DaemonConfig config)
     : io_(io),
@@ -114,23 +34,26 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config)
       inotify_(io),
       local_(std::make_unique<LocalExecutor>(io)),
       slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})),
-      kill_after_spawn_(std::getenv("DDP_DAEMON_TEST_KILL_AFTER_SPAWN") != nullptr) {
-  if (kill_after_spawn_)
-    spdlog::warn(
-        "DDP_DAEMON_TEST_KILL_AFTER_SPAWN is set: this daemon kills itself after its first spawn (tests only)");
+      kill_after_spawn_(fault_armed(kFaultKillAfterSpawn)) {
+  if (kFaultInjectionBuilt && kill_after_spawn_) {
+    spdlog::warn("fault injection: {} armed: this daemon kills itself after its first spawn (tests only)",
+                 kFaultKillAfterSpawn);
+  }
 }
 
 JobManager::~JobManager() = default;
 
 JobManager::Job& JobManager::find(JobId id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  if (it == jobs_.end())
+    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
   return *it->second;
 }
 
 const JobManager::Job& JobManager::find(JobId id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  if (it == jobs_.end())
+    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
   return *it->second;
 }
 
@@ -206,18 +129,10 @@ void JobManager::notify(JobId id) {
 // Submit, schedule, launch
 
 json JobManager::submit(const std::string& yaml, const std::string& file_name) {
-  JobSpec spec;
-  try {
-    spec = parse_job_spec(yaml, file_name);
-  } catch (const JobSpecError& e) {
-    json problems = json::array();
-    for (const auto& p : e.problems())
-      problems.push_back({{"line", p.line}, {"column", p.column}, {"message", p.message}});
-    throw ApiError(400, e.message(), {{"problems", problems}});
-  }
+  JobSpec spec = parse_job_spec(yaml, file_name);
   ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
   if (spec.executor == "local") {
-    if (auto why = scheduler_.never_fits(req)) throw ApiError(422, *why);
+    if (auto why = scheduler_.never_fits(req)) throw JobError(JobErrorKind::DoesNotFit, *why);
   }
   auto job = std::make_unique<Job>();
   job->spec = spec;
@@ -288,43 +203,50 @@ void JobManager::launch(Job& job, const Placement& placement) {
   job.submitting = true;
   executor.start(
       RunRequest{id, &job.spec, run_dir, ctx},
-      [this, id, run, &executor](const RunHandle& handle) {
-        // Test only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
-        if (kill_after_spawn_) ::raise(SIGKILL);
-        auto& j = find(id);
-        j.submitting = false;
-        if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
-          executor.stop(id, handle, false);
-          return;
-        }
-        j.rec.pid = handle.pid;
-        j.rec.pid_start_time = handle.pid_start_time;
-        j.rec.external_id = handle.external_id;
-        persist(j);
-        if (!handle.external_id.empty()) {
-          spdlog::info("job {}: submitted as {} job {}", id, executor.name(), handle.external_id);
-          set_state(j, JobState::Starting,
-                    fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
-        }
-        watch_run(j, true);
-        if (j.cancel_requested) {
-          executor.stop(id, handle, false);
-        } else if (j.spec.timeout_s) {
-          arm_timeout(j, *j.spec.timeout_s);
-        }
-      },
-      [this, id, run](const std::string& why) {
-        auto& j = find(id);
-        j.submitting = false;
-        if (j.rec.runs != run || is_terminal(j.rec.state)) return;
-        scheduler_.release(id);
-        ++generation_;
-        if (j.cancel_requested) {
-          set_state(j, j.cancel_final, j.cancel_reason);
-        } else {
-          set_state(j, JobState::Failed, why);
-        }
-      });
+      [this, id, run](const RunHandle& handle) { on_run_started(id, run, handle); },
+      [this, id, run](const std::string& why) { on_run_start_failed(id, run, why); });
+}
+
+// The executor started run `run` of job `id` (a supervisor's pid, or a Slurm job id).
+void JobManager::on_run_started(JobId id, int run, const RunHandle& handle) {
+  // Test builds only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
+  if constexpr (kFaultInjectionBuilt) {
+    if (kill_after_spawn_) ::raise(SIGKILL);
+  }
+  auto& j = find(id);
+  auto& executor = executor_of(j);
+  j.submitting = false;
+  if (j.rec.runs != run || is_terminal(j.rec.state)) {  // cancelled before it could be stopped
+    executor.stop(id, handle, false);
+    return;
+  }
+  j.rec.pid = handle.pid;
+  j.rec.pid_start_time = handle.pid_start_time;
+  j.rec.external_id = handle.external_id;
+  persist(j);
+  if (!handle.external_id.empty()) {
+    spdlog::info("job {}: submitted as {} job {}", id, executor.name(), handle.external_id);
+    set_state(j, JobState::Starting, fmt::format("submitted as Slurm job {} (run {})", handle.external_id, run - 1));
+  }
+  watch_run(j, true);
+  if (j.cancel_requested) {
+    executor.stop(id, handle, false);
+  } else if (j.spec.timeout_s) {
+    arm_timeout(j, *j.spec.timeout_s);
+  }
+}
+
+void JobManager::on_run_start_failed(JobId id, int run, const std::string& why) {
+  auto& j = find(id);
+  j.submitting = false;
+  if (j.rec.runs != run || is_terminal(j.rec.state)) return;
+  scheduler_.release(id);
+  ++generation_;
+  if (j.cancel_requested) {
+    set_state(j, j.cancel_final, j.cancel_reason);
+  } else {
+    set_state(j, JobState::Failed, why);
+  }
 }
 
 void JobManager::arm_timeout(Job& job, double seconds_left) {
@@ -358,13 +280,7 @@ void JobManager::on_run_update(Job& job, const RunUpdate& u) {
   using Phase = RunUpdate::Phase;
   if (u.phase == Phase::Ended) {
     if (u.exit_code) {  // the executor knows the outcome itself (no supervisor event stream here)
-      job.finished_seen = true;
-      job.finished_exit = u.succeeded ? 0 : std::max(1, *u.exit_code);
-      job.end_reason = u.reason;
-      if (!u.succeeded && job.first_failure.empty()) {
-        job.first_failure_code = u.exit_code;
-        job.first_failure = u.reason;
-      }
+      absorb_executor_end(job.run, u.succeeded, *u.exit_code, u.reason);
     }
     on_supervisor_exit(job, u.wait_status);
     return;
@@ -386,28 +302,18 @@ void JobManager::read_events(Job& job) {
   if (!in) return;
   in.seekg(job.rec.events_offset);
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto last_newline = data.rfind('\n');
-  if (last_newline == std::string::npos) return;  // only a partial line so far
-  std::vector<json> lines;
-  std::size_t start = 0;
-  while (start <= last_newline) {
-    auto nl = data.find('\n', start);
-    auto line = data.substr(start, nl - start);
-    start = nl + 1;
-    if (line.empty()) continue;
-    try {
-      lines.push_back(json::parse(line));
-    } catch (const std::exception& e) {
-      spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, e.what());
-    }
-  }
+  auto chunk = parse_event_lines(data);
+  if (chunk.consumed == 0) return;  // only a partial line so far
+  for (const auto& why : chunk.unreadable)
+    spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
+  const auto& lines = chunk.events;
   db_.transaction([&] {
     for (const auto& ev : lines) {
       db_.add_event(job.rec.id, {ev.value("time", now_seconds()), std::max(0, job.rec.runs - 1),
                                  ev.value("event", std::string("unknown")),
                                  ev.dump(-1, ' ', false, json::error_handler_t::replace)});
     }
-    job.rec.events_offset += static_cast<std::int64_t>(last_newline + 1);
+    job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
     persist(job);
   });
   for (const auto& ev : lines) apply_event(job, ev);
@@ -415,39 +321,36 @@ void JobManager::read_events(Job& job) {
 }
 
 void JobManager::apply_event(Job& job, const json& ev) {
+  absorb_event(job.run, ev);  // the run's memory: the same fold a restarted daemon replays
   auto type = ev.value("event", std::string());
-  int attempt = ev.value("attempt", 0);
-  if (type == "rank_exited" || type == "root_cause") {
-    // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
-    // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
-    // streams have no root_cause: the first failing rank_exited stays the reason.
-    auto failure = rank_failure_of(ev);
-    if (failure && (type == "root_cause" || !job.first_failure_code)) {
-      job.first_failure_code = failure->code;
-      job.first_failure = failure->text;
-    }
-  } else if (type == "restarting") {
+  if (type == "restarting") {
     job.rec.restarts += 1;
     ++restarts_total_;
     persist(job);
   } else if (type == "started" && ev.contains("run_dir") && ev["run_dir"].is_string() && !job.rec.run_dir.empty()) {
     link_run_records(job.rec.run_dir, ev["run_dir"].get<std::string>());
-  } else if (type == "finished") {
-    job.finished_seen = true;
-    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) job.finished_exit = ev["exit_code"].get<int>();
   }
   if (auto next = state_after_supervisor_event(job.rec.state, type)) {
-    std::string reason =
-        *next == JobState::Running
-            ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
-            : fmt::format("worker-group restart {} of {} after {}", attempt, job.spec.distributed.max_restarts,
-                          job.first_failure.empty() ? "a failure" : job.first_failure);
+    int attempt = ev.value("attempt", 0);
+    const auto& after = job.run.previous_failure;
+    std::string reason = *next == JobState::Running
+                             ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
+                             : fmt::format("worker-group restart {} of {} after {}", attempt,
+                                           job.spec.distributed.max_restarts, after.empty() ? "a failure" : after);
     set_state(job, *next, reason);
   }
-  if (type == "restarting") {
-    job.first_failure_code.reset();
-    job.first_failure.clear();
-  }
+}
+
+// Rebuilds this run's memory (failures seen, finished) from the part of its event file applied
+// before the daemon stopped: the same fold as apply_event, without its effects (the restarts were
+// counted and the states committed then).
+void JobManager::replay_events(Job& job) {
+  if (job.rec.run_dir.empty() || job.rec.events_offset <= 0) return;
+  std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl", std::ios::binary);
+  std::string data(static_cast<std::size_t>(job.rec.events_offset), '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<std::size_t>(in.gcount()));
+  for (const auto& ev : parse_event_lines(data).events) absorb_event(job.run, ev);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -492,39 +395,17 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
   executor_of(job).forget(job.rec.id);
   scheduler_.release(job.rec.id);
   ++generation_;
-  auto pid = job.rec.pid;
+  auto verdict = judge_run(job.run, RunEnd{wait_status, job.rec.exit_code, job.rec.pid, job.rec.run_dir});
   job.rec.pid = 0;
   job.rec.external_id.clear();
-  if (job.finished_exit) {
-    job.rec.exit_code = job.finished_exit;
-  } else if (wait_status && WIFEXITED(*wait_status)) {
-    job.rec.exit_code = WEXITSTATUS(*wait_status);
-  } else if (wait_status && WIFSIGNALED(*wait_status)) {
-    job.rec.exit_code = 128 + WTERMSIG(*wait_status);
-  }
-  bool success = job.finished_seen ? job.finished_exit == 0 : job.rec.exit_code == 0;
-  if (success) {
-    set_state(job, JobState::Succeeded, job.end_reason.empty() ? "all ranks exited with code 0" : job.end_reason);
+  job.rec.exit_code = verdict.exit_code;
+  if (verdict.succeeded) {
+    set_state(job, JobState::Succeeded, verdict.text);
   } else if (job.cancel_requested) {
     set_state(job, job.cancel_final, job.cancel_reason);
   } else {
-    std::string what = job.first_failure;
-    if (what.empty()) {
-      if (job.finished_seen) {
-        what = fmt::format("the supervisor exited with code {}", job.finished_exit.value_or(-1));
-      } else if (wait_status && WIFSIGNALED(*wait_status)) {
-        what = fmt::format("the supervisor (pid {}) was killed by signal {} before it finished", pid,
-                           WTERMSIG(*wait_status));
-      } else if (wait_status && WIFEXITED(*wait_status)) {
-        what =
-            fmt::format("the supervisor (pid {}) exited with code {} before it started the job (see {}/supervisor.log)",
-                        pid, WEXITSTATUS(*wait_status), job.rec.run_dir);
-      } else {
-        what = fmt::format("the supervisor (pid {}) ended without a finished event (see {}/supervisor.log)", pid,
-                           job.rec.run_dir);
-      }
-    }
-    auto decision = decide_retry(job.spec, job.rec.runs, job.first_failure_code, no_retry_match(job));
+    const auto& what = verdict.text;
+    auto decision = decide_retry(job.spec, job.rec.runs, job.run.first_failure_code, no_retry_match(job));
     if (decision.retry) {
       job.rec.restarts += 1;
       ++restarts_total_;
@@ -585,7 +466,8 @@ json JobManager::cancel(JobId id) {
     case JobState::Succeeded:
     case JobState::Failed:
     case JobState::Cancelled:
-      throw ApiError(409, fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
+      throw JobError(JobErrorKind::Conflict,
+                     fmt::format("job {} already finished ({})", id, state_name(job.rec.state)));
     case JobState::Cancelling: break;
     case JobState::Pending:
       scheduler_.dequeue(id);
@@ -603,324 +485,6 @@ json JobManager::cancel(JobId id) {
       }
   }
   return to_json(job, false);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Recovery after a daemon restart
-
-void JobManager::recover() {
-  for (auto& rec : db_.load_jobs()) {
-    auto job = std::make_unique<Job>();
-    job->rec = std::move(rec);
-    try {
-      job->spec = parse_job_spec(job->rec.spec_yaml, fmt::format("job {}", job->rec.id));
-    } catch (const std::exception& e) {
-      job->spec_ok = false;
-      spdlog::error("job {}: its stored spec no longer parses: {}", job->rec.id, e.what());
-    }
-    ++submitted_total_;
-    restarts_total_ += static_cast<std::uint64_t>(job->rec.restarts);
-    jobs_[job->rec.id] = std::move(job);
-  }
-  std::size_t adopted = 0, settled = 0, requeued = 0;
-  std::vector<JobId> resubmit;  // executor: slurm jobs to submit again (no local queue)
-  for (auto& [id, jp] : jobs_) {
-    auto& job = *jp;
-    if (is_terminal(job.rec.state)) continue;
-    if (!job.spec_ok) {
-      job.rec.pid = 0;
-      set_state(job, job.rec.state == JobState::Pending ? JobState::Cancelled : JobState::Failed,
-                "its stored spec no longer parses with this ddp-launch");
-      continue;
-    }
-    // Rebuild this run's memory (failures seen, finished) from the part of its event file
-    // already applied before the crash; no state changes while replaying.
-    if (!job.rec.run_dir.empty() && job.rec.events_offset > 0) {
-      std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl");
-      std::string line;
-      std::int64_t consumed = 0;
-      auto state = job.rec.state;
-      while (consumed < job.rec.events_offset && std::getline(in, line)) {
-        consumed += static_cast<std::int64_t>(line.size()) + 1;
-        try {
-          auto ev = json::parse(line);
-          auto type = ev.value("event", std::string());
-          if (type == "restarting") {
-            job.first_failure_code.reset();
-            job.first_failure.clear();
-            continue;
-          }
-          if (type == "rank_exited" || type == "root_cause" || type == "finished") {
-            auto saved = job.rec.restarts;
-            apply_event(job, ev);
-            job.rec.restarts = saved;
-          }
-        } catch (const std::exception&) {
-        }
-      }
-      job.rec.state = state;
-    }
-    if (job.rec.state == JobState::Cancelling) {
-      job.cancel_requested = true;
-      job.cancel_reason = job.rec.reason;
-      // Rows from before schema 4 carry no final state: their timeouts' reasons began "timed out".
-      job.cancel_final = job.rec.cancel_final.value_or(job.rec.reason.rfind("timed out", 0) == 0 ? JobState::Failed
-                                                                                                 : JobState::Cancelled);
-    }
-    auto& executor = executor_of(job);
-    const bool local = executor.uses_host_resources();
-    bool ended_unrecorded = false;  // its supervisor ran and ended, its pid never recorded
-    if (local && job.rec.pid == 0 && job.rec.state == JobState::Starting && !job.rec.run_dir.empty()) {
-      // Killed between starting the supervisor and recording its pid: the supervisor's command line
-      // names this run's event file (its processes.json may not be written yet).
-      auto events = fs::path(job.rec.run_dir) / "events.jsonl";
-      if (auto found = find_supervisor(events)) {
-        spdlog::info("job {}: found its supervisor (pid {}), started before the daemon stopped, by --events {}", id,
-                     found->pid, events.string());
-        job.rec.pid = found->pid;
-        job.rec.pid_start_time = found->pid_start_time;
-        persist(job);
-      } else {
-        std::error_code ec;
-        // It wrote events, so it ran: its outcome is in them; running the job again would wipe them.
-        ended_unrecorded = fs::file_size(events, ec) > 0 && !ec;
-      }
-    }
-    if (!run_live(job) && !ended_unrecorded) {
-      if (job.rec.state == JobState::Starting) {
-        set_state(job, JobState::Pending,
-                  local ? "requeued: the daemon restarted before the supervisor started"
-                        : fmt::format("requeued: the daemon restarted before sbatch answered (a Slurm job it may have "
-                                      "submitted is named ddp-{}-{})",
-                                      id, job.spec.name));
-      }
-      if (job.rec.state == JobState::Cancelling) {
-        set_state(job, job.cancel_final, job.cancel_reason);  // a timeout stays FAILED
-        continue;
-      }
-      if (job.rec.state == JobState::Restarting && job.rec.retry_at > now_seconds()) {
-        // A daemon retry still in its back-off: it waits out the rest, not a fresh one, nor none.
-        spdlog::info("job {}: retrying in {:.1f} s (its back-off, from before the restart)", id,
-                     job.rec.retry_at - now_seconds());
-        arm_retry(job, job.rec.retry_at - now_seconds());
-        ++requeued;
-        continue;
-      }
-      if (local) {
-        scheduler_.enqueue(id, job.rec.priority, static_cast<std::uint64_t>(id),
-                           {job.spec.resources.nproc_per_node, job.spec.resources.gpus_per_node});
-      } else {
-        resubmit.push_back(id);
-      }
-      ++requeued;
-      continue;
-    }
-    bool alive = executor.can_readopt(run_of(job));
-    if (alive && (!local || scheduler_.hold({id, job.rec.slots, job.rec.gpus}))) {
-      if (local) {
-        spdlog::info("job {}: re-adopted its supervisor (pid {}) in {}", id, job.rec.pid, job.rec.run_dir);
-      } else {
-        spdlog::info("job {}: re-adopted {} job {} in {}", id, executor.name(), job.rec.external_id, job.rec.run_dir);
-      }
-      watch_run(job, false);
-      if (job.cancel_requested) {
-        executor.stop(id, run_of(job), false);
-      } else if (job.spec.timeout_s) {
-        arm_timeout(job, job.rec.started_at + *job.spec.timeout_s - now_seconds());
-      }
-      ++adopted;
-    } else {
-      if (alive) spdlog::error("job {}: its supervisor lives but its resources are taken; settling it", id);
-      spdlog::info("job {}: its supervisor ({}) ended while the daemon was down; reading {}", id,
-                   job.rec.pid != 0 ? fmt::format("pid {}", job.rec.pid) : "pid never recorded", job.rec.run_dir);
-      read_events(job);
-      settle(job, std::nullopt);
-      ++settled;
-    }
-  }
-  for (auto id : resubmit) {
-    auto& job = find(id);
-    if (job.rec.state == JobState::Pending || job.rec.state == JobState::Restarting) enqueue(job);
-  }
-  spdlog::info("recovered {} job(s): {} run(s) re-adopted, {} settled from their run directory, {} queued",
-               jobs_.size(), adopted, settled, requeued);
-  schedule();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Views
-
-json JobManager::to_json(const Job& job, bool detail) const {
-  const auto& r = job.rec;
-  json j{{"id", r.id},
-         {"name", r.name},
-         {"state", std::string(state_name(r.state))},
-         {"reason", r.reason},
-         {"priority", r.priority},
-         {"runs", r.runs},
-         {"restarts", r.restarts},
-         {"submitted_at", r.submitted_at},
-         {"started_at", r.started_at},
-         {"finished_at", r.finished_at},
-         {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
-         {"pid", r.pid},
-         {"gpus", r.gpus},
-         {"slots", job.spec.resources.nproc_per_node},
-         {"nproc_per_node", job.spec.resources.nproc_per_node},
-         {"gpus_per_node", job.spec.resources.gpus_per_node},
-         {"nodes", job.spec.resources.nodes},
-         {"executor", job.spec.executor}};
-  if (!r.external_id.empty()) j["slurm_job_id"] = r.external_id;
-  if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {
-    if (auto why = scheduler_.pending_reason(r.id)) j["pending_reason"] = *why;
-  }
-  if (detail) {
-    j["spec"] = r.spec_yaml;
-    j["run_dir"] = r.run_dir;
-  }
-  return j;
-}
-
-const std::string& JobManager::cached_text(const Job& job, bool detail) const {
-  auto& text = detail ? job.detail : job.summary;
-  auto& at = detail ? job.detail_at : job.summary_at;
-  if (at != generation_) {
-    text = to_json(job, detail).dump(-1, ' ', false, json::error_handler_t::replace);
-    at = generation_;
-  }
-  return text;
-}
-
-std::string JobManager::list_text(std::optional<JobState> state, std::size_t limit) const {
-  std::string out = "{\"jobs\":[";
-  std::size_t n = 0;
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && n < limit; ++it) {
-    if (state && it->second->rec.state != *state) continue;
-    if (n++) out += ',';
-    out += cached_text(*it->second, false);
-  }
-  out += fmt::format("],\"total\":{}}}\n", jobs_.size());
-  return out;
-}
-
-std::string JobManager::get_text(JobId id) const { return cached_text(find(id), true) + "\n"; }
-
-json JobManager::get(JobId id) const { return to_json(find(id), true); }
-
-json JobManager::events(JobId id) {
-  find(id);
-  json transitions = json::array();
-  for (const auto& t : db_.transitions(id)) {
-    transitions.push_back({{"time", t.time}, {"from", t.from}, {"to", t.to}, {"reason", t.reason}, {"run", t.run}});
-  }
-  json evs = json::array();
-  for (const auto& e : db_.events(id)) {
-    json data;
-    try {
-      data = json::parse(e.data_json);
-    } catch (const std::exception&) {
-      data = e.data_json;
-    }
-    data["run"] = e.run;
-    evs.push_back(data);
-  }
-  return {{"id", id}, {"transitions", transitions}, {"events", evs}};
-}
-
-std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
-  const auto& job = find(id);
-  if (job.rec.run_dir.empty()) return std::nullopt;
-  return executor_of(job).log_path(job.rec.run_dir, run_of(job), rank, stream);
-}
-
-json JobManager::job_metrics(JobId id) const {
-  const auto& job = find(id);
-  // Every rank's stdout in the latest attempt, in rank order.
-  std::map<int, fs::path> files;
-  std::error_code ec;
-  if (auto dir = job.rec.run_dir.empty() ? std::nullopt : latest_attempt_dir(job.rec.run_dir)) {
-    for (const auto& e : fs::directory_iterator(*dir, ec)) {
-      auto name = e.path().filename().string();
-      if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::error_code fec;
-      if (fs::exists(e.path() / "stdout.log", fec)) files[std::stoi(name)] = e.path() / "stdout.log";
-    }
-  }
-  std::vector<std::pair<std::string, UserRegex>> patterns;  // RE2: safe on lines of any length
-  for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
-  json ranks = json::object(), sources = json::object();
-  for (const auto& [rank, path] : files) {
-    std::string text = read_file_tail(path, 4 << 20);
-    json series = json::object();
-    for (const auto& [name, re] : patterns) {
-      json values = json::array();
-      re.for_each(text, [&](std::string_view v) {
-        if (auto x = launcher::parse_metric_number(v)) values.push_back(*x);
-      });
-      series[name] = values;
-    }
-    ranks[std::to_string(rank)] = series;
-    sources[std::to_string(rank)] = path.string();
-  }
-  // "metrics": rank 0's series, as before (the rank that usually logs), empty ones without it.
-  json rank0 = json::object();
-  for (const auto& [name, re] : patterns) rank0[name] = ranks.contains("0") ? ranks["0"][name] : json::array();
-  return {{"id", id},
-          {"source", sources.contains("0") ? sources["0"] : json("")},
-          {"metrics", rank0},
-          {"ranks", ranks},
-          {"sources", sources}};
-}
-
-std::string JobManager::prometheus() const {
-  std::array<int, 8> by_state{};
-  for (const auto& [id, job] : jobs_) ++by_state[static_cast<std::size_t>(job->rec.state)];
-  std::string out;
-  out += "# HELP ddpd_jobs Jobs known to the daemon, by state.\n# TYPE ddpd_jobs gauge\n";
-  for (std::size_t i = 0; i < by_state.size(); ++i) {
-    out += fmt::format("ddpd_jobs{{state=\"{}\"}} {}\n", state_name(static_cast<JobState>(i)), by_state[i]);
-  }
-  out += fmt::format(
-      "# HELP ddpd_queue_length Jobs waiting for slots or GPUs.\n# TYPE ddpd_queue_length gauge\n"
-      "ddpd_queue_length {}\n",
-      scheduler_.queue_length());
-  out += fmt::format(
-      "# HELP ddpd_slots_total CPU slots of the host.\n# TYPE ddpd_slots_total gauge\nddpd_slots_total {}\n",
-      scheduler_.slots_total());
-  out += fmt::format(
-      "# HELP ddpd_slots_in_use CPU slots held by jobs.\n# TYPE ddpd_slots_in_use gauge\n"
-      "ddpd_slots_in_use {}\n",
-      scheduler_.slots_in_use());
-  out += fmt::format("# HELP ddpd_gpus_total GPUs of the host.\n# TYPE ddpd_gpus_total gauge\nddpd_gpus_total {}\n",
-                     scheduler_.gpus_total());
-  out += fmt::format("# HELP ddpd_gpus_in_use GPUs held by jobs.\n# TYPE ddpd_gpus_in_use gauge\nddpd_gpus_in_use {}\n",
-                     scheduler_.gpus_in_use());
-  out += fmt::format(
-      "# HELP ddpd_job_restarts_total Worker-group restarts and daemon retries, all jobs.\n"
-      "# TYPE ddpd_job_restarts_total counter\nddpd_job_restarts_total {}\n",
-      restarts_total_);
-  out += fmt::format(
-      "# HELP ddpd_jobs_submitted_total Jobs submitted.\n# TYPE ddpd_jobs_submitted_total counter\n"
-      "ddpd_jobs_submitted_total {}\n",
-      submitted_total_);
-  out += fmt::format(
-      "# HELP ddpd_http_requests_total HTTP requests served.\n# TYPE ddpd_http_requests_total counter\n"
-      "ddpd_http_requests_total {}\n",
-      http_requests);
-  return out;
-}
-
-std::string read_file_tail(const fs::path& p, std::size_t max_bytes) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(in.tellg());
-  auto start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string out(size - start, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<std::size_t>(in.gcount()));
-  return out;
 }
 
 }  // namespace ddp::jobs

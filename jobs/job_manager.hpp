@@ -14,10 +14,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
 #include "jobs/inotify.hpp"
 #include "jobs/job_db.hpp"
+#include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
 #include "jobs/scheduler.hpp"
 
@@ -30,16 +33,6 @@ struct DaemonConfig {
   std::chrono::milliseconds slurm_poll_interval{2000};  // executor: slurm: scontrol per job this often
 };
 
-// An API-level failure: HTTP status + message (the daemon answers it as JSON). `message` is the
-// whole text: what() is a C string, cut at the first NUL a client's bytes may have put in it.
-struct ApiError : std::runtime_error {
-  ApiError(int s, const std::string& m, nlohmann::json d = nullptr)
-      : std::runtime_error(m), status(s), message(m), detail(std::move(d)) {}
-  int status;
-  std::string message;
-  nlohmann::json detail;
-};
-
 class JobManager {
  public:
   JobManager(boost::asio::io_context& io, DaemonConfig config);
@@ -49,7 +42,7 @@ class JobManager {
   // requeues what was waiting; then starts what fits.
   void recover();
 
-  // API operations (throw ApiError for the client's mistakes).
+  // Operations of the API (throw JobError, or JobSpecError for a job file with problems).
   nlohmann::json submit(const std::string& yaml, const std::string& file_name);
   // list and get answer from per-job JSON texts cached until anything changes (a job, the
   // queue): at a thousand requests a second most of them change nothing.
@@ -59,7 +52,7 @@ class JobManager {
   nlohmann::json cancel(JobId id);
   nlohmann::json events(JobId id);
   nlohmann::json job_metrics(JobId id) const;
-  std::string prometheus() const;
+  JobCounts counts() const;  // GET /metrics (daemon_metrics.hpp renders them)
 
   // The log file of `rank` ("supervisor" for the supervisor's own output) in the job's latest
   // run and latest attempt; nullopt while it does not exist yet.
@@ -72,14 +65,14 @@ class JobManager {
   void unsubscribe(int token);
   Inotify& inotify() { return inotify_; }
 
-  std::uint64_t http_requests = 0;
-
  private:
   struct Job;
   void set_state(Job& job, JobState to, const std::string& reason);
   void persist(Job& job);
   void schedule();
   void launch(Job& job, const Placement& placement);
+  void on_run_started(JobId id, int run, const RunHandle& handle);
+  void on_run_start_failed(JobId id, int run, const std::string& why);
   void watch_run(Job& job, bool own_child);
   void on_run_update(Job& job, const RunUpdate& update);
   void arm_timeout(Job& job, double seconds_left);
@@ -88,6 +81,14 @@ class JobManager {
   static bool run_live(const Job& job);
   void read_events(Job& job);
   void apply_event(Job& job, const nlohmann::json& event);
+  void replay_events(Job& job);
+  // Recovery (job_recovery.cpp)
+  enum class Recovered { Nothing, Adopted, Settled, Requeued };
+  void load_jobs();
+  Recovered recover_job(Job& job, std::vector<JobId>& resubmit);
+  bool find_unrecorded_supervisor(Job& job);
+  Recovered requeue_recovered(Job& job, std::vector<JobId>& resubmit);
+  Recovered readopt_or_settle(Job& job);
   void on_supervisor_exit(Job& job, std::optional<int> wait_status);
   void settle(Job& job, std::optional<int> wait_status);
   void arm_retry(Job& job, double delay_s);
@@ -106,8 +107,8 @@ class JobManager {
   Scheduler scheduler_;
   Inotify inotify_;
   std::unique_ptr<Executor> local_, slurm_;
-  // DDP_DAEMON_TEST_KILL_AFTER_SPAWN (tests only): SIGKILL itself once a run has started, before
-  // its pid or Slurm id is committed, so the recovery of that window can be tested for real.
+  // Fault injection (fault_injection.hpp; test builds only): SIGKILL itself once a run has started,
+  // before its pid or Slurm id is committed, so the recovery of that window can be tested for real.
   bool kill_after_spawn_ = false;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
@@ -116,10 +117,5 @@ class JobManager {
   std::uint64_t restarts_total_ = 0;
   std::uint64_t generation_ = 1;  // bumped by every change of a job or of the queue
 };
-
-double now_seconds();
-
-// The last max_bytes of a file (all of it when smaller); empty when it cannot be read.
-std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes);
 
 }  // namespace ddp::jobs

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/duration.hpp"
 #include "common/error.hpp"
 #include "launcher/sbatch_script.hpp"
 
@@ -103,25 +104,11 @@ class JobSpecError : public UsageError {
 // YAML text → JobSpec; `file` names the source in error messages ("job.yaml", "<request body>").
 JobSpec parse_job_spec(std::string_view yaml, const std::string& file);
 
-// "10s", "5m", "1.5h", "2d", "250ms" or a bare number of seconds; nullopt when malformed.
-std::optional<double> parse_duration(std::string_view text);
-
-// The values a duration field accepts. Besides [min_s, max_s], a value between 0 and 1 ms is
-// refused: the daemon's timers count whole milliseconds (1e-12 would be 0, "no wait").
-struct DurationRange {
-  double min_s = 0;
-  double max_s = 0;
-};
-inline constexpr double kMaxDurationS = 365.0 * 86400;                  // far below int64 nanoseconds' 292 years
+// The duration fields' ranges (common/duration.hpp reads and checks them).
 inline constexpr DurationRange kTimeoutRange{0.001, kMaxDurationS};     // limits.timeout
 inline constexpr DurationRange kShutdownGraceRange{0, 86400};           // distributed.shutdown_grace
 inline constexpr DurationRange kBackoffRange{0, 30 * 86400.0};          // restart.backoff.*
 inline constexpr DurationRange kSlurmTimeLimitRange{1, kMaxDurationS};  // slurm.time_limit
-
-// Why `seconds` is outside `range` ("must be at least 1ms, e.g. 30s"); nullopt when inside.
-std::optional<std::string> duration_range_problem(double seconds, DurationRange range);
-// 0.001 → "1ms", 86400 → "1d", 90 → "90s": the shortest exact form parse_duration reads back.
-std::string format_duration(double seconds);
 
 // Where and as what the daemon launches one run of a job.
 struct LaunchContext {
@@ -145,16 +132,5 @@ launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchConte
 
 // Seconds → Slurm's time format D-HH:MM:SS (rounded up to whole seconds).
 std::string slurm_time(double seconds);
-
-// Whether a failed run is relaunched, and after how long.
-struct RetryDecision {
-  bool retry = false;
-  double delay_s = 0;
-  std::string reason;  // why not (or why), for the job's reason field
-};
-// `runs_so_far`: runs launched, the failed one included. `exit_code`: the first failing rank's
-// code (128+signal for a signal), nullopt if unknown. `log_match`: a no-retry pattern that matched.
-RetryDecision decide_retry(const JobSpec& spec, int runs_so_far, std::optional<int> exit_code,
-                           const std::optional<std::string>& log_match);
 
 }  // namespace ddp::jobs

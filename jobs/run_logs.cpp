@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+
 namespace ddp::jobs {
 
 namespace fs = std::filesystem;
@@ -66,6 +68,33 @@ bool link_run_records(const fs::path& run_dir, const fs::path& supervisor_run_di
     }
   }
   return ok;
+}
+
+std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::size_t>(in.tellg());
+  auto start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string out(size - start, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+std::map<int, fs::path> rank_stdout_files(const fs::path& run_dir) {
+  std::map<int, fs::path> files;
+  auto dir = latest_attempt_dir(run_dir);
+  if (!dir) return files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(*dir, ec)) {
+    auto name = e.path().filename().string();
+    if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code fec;
+    if (fs::exists(e.path() / "stdout.log", fec)) files[std::stoi(name)] = e.path() / "stdout.log";
+  }
+  return files;
 }
 
 }  // namespace ddp::jobs

@@ -6,6 +6,7 @@
 //   <run>/logs/<run_id>_<random>/{metrics.csv,run.json}  (linked from <run>/)
 // and <run>/supervisor.log, the supervisor's own output.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -26,5 +27,11 @@ std::optional<std::filesystem::path> rank_log_path(const std::filesystem::path& 
 // <run>/logs, named by its `started` event), so that `ddp-launch report <run>` charts the job.
 // Relative links: they hold when the state directory moves. False (logged) when one cannot be made.
 bool link_run_records(const std::filesystem::path& run_dir, const std::filesystem::path& supervisor_run_dir);
+
+// Every rank's stdout.log in the latest attempt, by rank; empty before the first attempt.
+std::map<int, std::filesystem::path> rank_stdout_files(const std::filesystem::path& run_dir);
+
+// The last max_bytes of a file (all of it when smaller); empty when it cannot be read.
+std::string read_file_tail(const std::filesystem::path& p, std::size_t max_bytes);
 
 }  // namespace ddp::jobs

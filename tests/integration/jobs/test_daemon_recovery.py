@@ -85,13 +85,18 @@ def test_retry_backoff_survives_a_daemon_restart():
         d.cleanup()
 
 
-KILL_AFTER_SPAWN = {"DDP_DAEMON_TEST_KILL_AFTER_SPAWN": "1"}  # test-only hook: SIGKILL right after the spawn
+# A fault-injection point (jobs/fault_injection.hpp), compiled only into a build configured with
+# -DDDP_FAULT_INJECTION=ON (the dev and ci presets): the daemon SIGKILLs itself right after the spawn.
+KILL_AFTER_SPAWN = {"DDP_FAULT_INJECT": "daemon-kill-after-spawn"}
 
 
 def submit_and_see_it_die(d, yaml_text):
     """Submits to a daemon started with the hook: it starts the supervisor and SIGKILLs itself
     before it answers. Returns the job's id (its directory: the first job of a fresh state dir)
     and the supervisor's pids (0 or 1 of them)."""
+    check("daemon-kill-after-spawn armed" in d.log(),
+          "this ddp-launch has no fault injection: configure it with -DDDP_FAULT_INJECTION=ON (the dev and ci "
+          "presets of packaging/build.sh do)")
     try:
         d.request("POST", "/v1/jobs", yaml_text)
     except (OSError, http.client.HTTPException):

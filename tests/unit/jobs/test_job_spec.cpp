@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "jobs/job_spec.hpp"
+#include "jobs/run_outcome.hpp"
 
 using namespace ddp::jobs;
 
@@ -171,9 +172,6 @@ TEST_CASE("every duration is range-checked: no overflow into 'expired at once', 
   CHECK(*s.timeout_s == 365 * 86400.0);
   CHECK(s.distributed.shutdown_grace_s == 0);
   CHECK(*parse_job_spec("name: a\ncommand: [x]\nlimits: {timeout: 1ms}\n", "j").timeout_s == 0.001);
-  CHECK(format_duration(0.25) == "250ms");
-  CHECK(format_duration(90) == "90s");
-  CHECK(format_duration(7200) == "2h");
 }
 
 TEST_CASE("a key given twice is an error at the second one, naming the first") {
@@ -213,15 +211,6 @@ TEST_CASE("a global batch the job's ranks cannot split is refused at submit") {
   CHECK(error_of("name: a\ncommand: [x]\nresources: {nproc_per_node: 4}\n"
                  "distributed: {batch_policy: global_batch, batch_size: 256}\n")
             .empty());
-}
-
-TEST_CASE("durations") {
-  CHECK(*parse_duration("30") == 30);
-  CHECK(*parse_duration("250ms") == doctest::Approx(0.25));
-  CHECK(*parse_duration("5m") == 300);
-  CHECK(*parse_duration("2d") == 172800);
-  CHECK_FALSE(parse_duration("5 minutes"));
-  CHECK_FALSE(parse_duration("-1s"));
 }
 
 TEST_CASE("JobSpec → the ddp-launch run argv and environment it implies") {

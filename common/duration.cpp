@@ -1,0 +1,60 @@
+#include "common/duration.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace ddp {
+
+std::optional<double> parse_duration(std::string_view text) {
+  std::string s(text);
+  if (s.empty()) return std::nullopt;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!std::isfinite(v) || v < 0) return std::nullopt;
+  auto unit = s.substr(used);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v / 1000;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  if (unit == "d") return v * 86400;
+  return std::nullopt;
+}
+
+std::string format_duration(double seconds) {
+  for (auto [unit, size] : {std::pair{"d", 86400.0}, {"h", 3600.0}, {"m", 60.0}}) {
+    if (seconds >= size && std::fmod(seconds, size) == 0) return fmt::format("{}{}", seconds / size, unit);
+  }
+  if (seconds > 0 && seconds < 1) return fmt::format("{}ms", seconds * 1000);
+  return fmt::format("{}s", seconds);
+}
+
+std::string format_seconds(double seconds) {
+  if (seconds == std::floor(seconds)) return fmt::format("{}", static_cast<long long>(seconds));
+  return fmt::format("{}", seconds);
+}
+
+std::optional<std::string> duration_range_problem(double seconds, DurationRange range) {
+  if (seconds > range.max_s) return fmt::format("must be at most {}", format_duration(range.max_s));
+  if (seconds < range.min_s) return fmt::format("must be at least {}", format_duration(range.min_s));
+  if (seconds > 0 && seconds < 0.001) return "must be 0 or at least 1ms (timers count whole milliseconds)";
+  return std::nullopt;
+}
+
+double parse_duration_in(std::string_view text, DurationRange range, std::string_view what) {
+  auto v = parse_duration(text);
+  if (!v) throw UsageError(fmt::format("{} must be {}, not '{}'", what, kDurationForms, text));
+  if (auto why = duration_range_problem(*v, range)) throw UsageError(fmt::format("{} {}, not '{}'", what, *why, text));
+  return *v;
+}
+
+}  // namespace ddp

@@ -1,0 +1,38 @@
+#pragma once
+// Durations as people write them in job files and flags: "30s", "5m", "1.5h", "2d", "250ms" or a
+// bare number of seconds. One parser for every reader, with the range each value must fall in.
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ddp {
+
+// "10s", "5m", "1.5h", "2d", "250ms" or a bare number of seconds → seconds; nullopt when
+// malformed, negative or not finite.
+std::optional<double> parse_duration(std::string_view text);
+
+// The values a duration accepts. Besides [min_s, max_s], a value between 0 and 1 ms is refused:
+// timers count whole milliseconds (1e-12 would be 0, "no wait").
+struct DurationRange {
+  double min_s = 0;
+  double max_s = 0;
+};
+inline constexpr double kMaxDurationS = 365.0 * 86400;  // far below int64 nanoseconds' 292 years
+
+// Why `seconds` is outside `range` ("must be at most 1d"); nullopt when inside.
+std::optional<std::string> duration_range_problem(double seconds, DurationRange range);
+
+// 0.001 → "1ms", 86400 → "1d", 90 → "90s": the shortest exact form parse_duration reads back.
+std::string format_duration(double seconds);
+
+// A number of seconds as a flag or a message takes it: 90 → "90", 2.5 → "2.5" (no unit).
+std::string format_seconds(double seconds);
+
+// The form parse_duration reads, for messages: "a duration such as 30s, 5m, ...".
+inline constexpr std::string_view kDurationForms = "a duration such as 30s, 5m, 1.5h, 2d, 250ms or a number of seconds";
+
+// For flags and other single values: the seconds `text` means, or a UsageError naming `what`
+// (e.g. "--gpu-low-window"), the forms accepted and the range.
+double parse_duration_in(std::string_view text, DurationRange range, std::string_view what);
+
+}  // namespace ddp

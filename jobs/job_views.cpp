@@ -1,0 +1,143 @@
+// JobManager's views: the JSON the API answers (cached per generation), a job's transitions and
+// events, its log files and the metrics its spec's regexes find in its ranks' output.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "common/user_regex.hpp"
+#include "jobs/job_manager.hpp"
+#include "jobs/managed_job.hpp"
+#include "jobs/run_logs.hpp"
+#include "launcher/metrics.hpp"
+
+namespace ddp::jobs {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json JobManager::to_json(const Job& job, bool detail) const {
+  const auto& r = job.rec;
+  json j{{"id", r.id},
+         {"name", r.name},
+         {"state", std::string(state_name(r.state))},
+         {"reason", r.reason},
+         {"priority", r.priority},
+         {"runs", r.runs},
+         {"restarts", r.restarts},
+         {"submitted_at", r.submitted_at},
+         {"started_at", r.started_at},
+         {"finished_at", r.finished_at},
+         {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+         {"pid", r.pid},
+         {"gpus", r.gpus},
+         {"slots", job.spec.resources.nproc_per_node},
+         {"nproc_per_node", job.spec.resources.nproc_per_node},
+         {"gpus_per_node", job.spec.resources.gpus_per_node},
+         {"nodes", job.spec.resources.nodes},
+         {"executor", job.spec.executor}};
+  if (!r.external_id.empty()) j["slurm_job_id"] = r.external_id;
+  if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {
+    if (auto why = scheduler_.pending_reason(r.id)) j["pending_reason"] = *why;
+  }
+  if (detail) {
+    j["spec"] = r.spec_yaml;
+    j["run_dir"] = r.run_dir;
+  }
+  return j;
+}
+
+const std::string& JobManager::cached_text(const Job& job, bool detail) const {
+  auto& text = detail ? job.detail : job.summary;
+  auto& at = detail ? job.detail_at : job.summary_at;
+  if (at != generation_) {
+    text = to_json(job, detail).dump(-1, ' ', false, json::error_handler_t::replace);
+    at = generation_;
+  }
+  return text;
+}
+
+std::string JobManager::list_text(std::optional<JobState> state, std::size_t limit) const {
+  std::string out = "{\"jobs\":[";
+  std::size_t n = 0;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && n < limit; ++it) {
+    if (state && it->second->rec.state != *state) continue;
+    if (n++) out += ',';
+    out += cached_text(*it->second, false);
+  }
+  out += fmt::format("],\"total\":{}}}\n", jobs_.size());
+  return out;
+}
+
+std::string JobManager::get_text(JobId id) const { return cached_text(find(id), true) + "\n"; }
+
+json JobManager::get(JobId id) const { return to_json(find(id), true); }
+
+json JobManager::events(JobId id) {
+  find(id);
+  json transitions = json::array();
+  for (const auto& t : db_.transitions(id)) {
+    transitions.push_back({{"time", t.time}, {"from", t.from}, {"to", t.to}, {"reason", t.reason}, {"run", t.run}});
+  }
+  json evs = json::array();
+  for (const auto& e : db_.events(id)) {
+    json data;
+    try {
+      data = json::parse(e.data_json);
+    } catch (const std::exception&) {
+      data = e.data_json;
+    }
+    data["run"] = e.run;
+    evs.push_back(data);
+  }
+  return {{"id", id}, {"transitions", transitions}, {"events", evs}};
+}
+
+std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
+  const auto& job = find(id);
+  if (job.rec.run_dir.empty()) return std::nullopt;
+  return executor_of(job).log_path(job.rec.run_dir, run_of(job), rank, stream);
+}
+
+json JobManager::job_metrics(JobId id) const {
+  const auto& job = find(id);
+  auto files = job.rec.run_dir.empty() ? std::map<int, fs::path>() : rank_stdout_files(job.rec.run_dir);
+  std::vector<std::pair<std::string, UserRegex>> patterns;  // RE2: safe on lines of any length
+  for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
+  json ranks = json::object(), sources = json::object();
+  for (const auto& [rank, path] : files) {
+    std::string text = read_file_tail(path, 4 << 20);
+    json series = json::object();
+    for (const auto& [name, re] : patterns) {
+      json values = json::array();
+      re.for_each(text, [&](std::string_view v) {
+        if (auto x = launcher::parse_metric_number(v)) values.push_back(*x);
+      });
+      series[name] = values;
+    }
+    ranks[std::to_string(rank)] = series;
+    sources[std::to_string(rank)] = path.string();
+  }
+  // "metrics": rank 0's series, as before (the rank that usually logs), empty ones without it.
+  json rank0 = json::object();
+  for (const auto& [name, re] : patterns) rank0[name] = ranks.contains("0") ? ranks["0"][name] : json::array();
+  return {{"id", id},
+          {"source", sources.contains("0") ? sources["0"] : json("")},
+          {"metrics", rank0},
+          {"ranks", ranks},
+          {"sources", sources}};
+}
+
+JobCounts JobManager::counts() const {
+  JobCounts c;
+  for (const auto& [id, job] : jobs_) ++c.by_state[static_cast<std::size_t>(job->rec.state)];
+  c.queue_length = scheduler_.queue_length();
+  c.slots_total = scheduler_.slots_total();
+  c.slots_in_use = scheduler_.slots_in_use();
+  c.gpus_total = scheduler_.gpus_total();
+  c.gpus_in_use = scheduler_.gpus_in_use();
+  c.restarts_total = restarts_total_;
+  c.submitted_total = submitted_total_;
+  return c;
+}
+
+}  // namespace ddp::jobs

@@ -1,0 +1,176 @@
+#include "jobs/run_outcome.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/duration.hpp"
+
+namespace ddp::jobs {
+
+using json = nlohmann::json;
+
+namespace {
+
+int signal_number(const std::string& name) {
+  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
+  for (int s = 1; s < NSIG; ++s) {
+    const char* abbrev = ::sigabbrev_np(s);
+    if (abbrev && bare == abbrev) return s;
+  }
+  return 0;
+}
+
+// The first line of a rank's error file (root_cause carries it): "ValueError: boom", not the
+// traceback; at most 200 bytes, never cut inside a UTF-8 character.
+std::string first_error_line(std::string error) {
+  error = error.substr(0, error.find('\n'));
+  constexpr std::size_t kMaxError = 200;
+  if (error.size() > kMaxError) {
+    std::size_t cut = kMaxError;
+    while (cut > 0 && (static_cast<unsigned char>(error[cut]) & 0xC0) == 0x80) --cut;
+    error = error.substr(0, cut) + "…";
+  }
+  return error;
+}
+
+// A failed rank as a rank_exited or root_cause event names it: 128 + N for a signal.
+struct RankFailure {
+  int code = 0;
+  std::string text;  // "rank 1 exited with code 3: ValueError: boom"
+};
+
+std::optional<RankFailure> rank_failure_of(const json& ev) {
+  const bool signalled = ev.contains("signal") && ev["signal"].is_string();
+  std::optional<int> code;
+  if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
+  if (signalled) code = 128 + signal_number(ev["signal"].get<std::string>());
+  if (!code || *code == 0) return std::nullopt;
+  RankFailure f{
+      *code, signalled ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
+                       : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code)};
+  if (ev.contains("error") && ev["error"].is_string()) {
+    auto error = first_error_line(ev["error"].get<std::string>());
+    if (!error.empty()) f.text += ": " + error;
+  }
+  return f;
+}
+
+}  // namespace
+
+void absorb_event(RunMemory& m, const json& ev) {
+  auto type = ev.value("event", std::string());
+  if (type == "rank_exited" || type == "root_cause") {
+    // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
+    // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
+    // streams have no root_cause: the first failing rank_exited stays the reason.
+    auto failure = rank_failure_of(ev);
+    if (failure && (type == "root_cause" || !m.first_failure_code)) {
+      m.first_failure_code = failure->code;
+      m.first_failure = failure->text;
+    }
+  } else if (type == "restarting") {
+    m.previous_failure = m.first_failure;
+    m.first_failure_code.reset();
+    m.first_failure.clear();
+  } else if (type == "finished") {
+    m.finished_seen = true;
+    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) m.finished_exit = ev["exit_code"].get<int>();
+  }
+}
+
+void absorb_executor_end(RunMemory& m, bool succeeded, int exit_code, const std::string& reason) {
+  m.finished_seen = true;
+  m.finished_exit = succeeded ? 0 : std::max(1, exit_code);
+  m.end_reason = reason;
+  if (!succeeded && m.first_failure.empty()) {
+    m.first_failure_code = exit_code;
+    m.first_failure = reason;
+  }
+}
+
+EventLines parse_event_lines(std::string_view data) {
+  EventLines out;
+  auto last_newline = data.rfind('\n');
+  if (last_newline == std::string_view::npos) return out;  // only a partial line so far
+  out.consumed = last_newline + 1;
+  std::size_t start = 0;
+  while (start <= last_newline) {
+    auto nl = data.find('\n', start);
+    auto line = data.substr(start, nl - start);
+    start = nl + 1;
+    if (line.empty()) continue;
+    try {
+      out.events.push_back(json::parse(line));
+    } catch (const std::exception& e) {
+      out.unreadable.emplace_back(e.what());
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string failure_text(const RunMemory& m, const RunEnd& end) {
+  if (!m.first_failure.empty()) return m.first_failure;
+  const auto& ws = end.wait_status;
+  if (m.finished_seen) return fmt::format("the supervisor exited with code {}", m.finished_exit.value_or(-1));
+  if (ws && WIFSIGNALED(*ws)) {
+    return fmt::format("the supervisor (pid {}) was killed by signal {} before it finished", end.pid, WTERMSIG(*ws));
+  }
+  if (ws && WIFEXITED(*ws)) {
+    return fmt::format("the supervisor (pid {}) exited with code {} before it started the job (see {}/supervisor.log)",
+                       end.pid, WEXITSTATUS(*ws), end.run_dir);
+  }
+  return fmt::format("the supervisor (pid {}) ended without a finished event (see {}/supervisor.log)", end.pid,
+                     end.run_dir);
+}
+
+}  // namespace
+
+RunVerdict judge_run(const RunMemory& m, const RunEnd& end) {
+  RunVerdict v;
+  const auto& ws = end.wait_status;
+  v.exit_code = end.recorded_exit;
+  if (m.finished_exit) {
+    v.exit_code = m.finished_exit;
+  } else if (ws && WIFEXITED(*ws)) {
+    v.exit_code = WEXITSTATUS(*ws);
+  } else if (ws && WIFSIGNALED(*ws)) {
+    v.exit_code = 128 + WTERMSIG(*ws);
+  }
+  v.succeeded = m.finished_seen ? m.finished_exit == 0 : v.exit_code == 0;
+  if (v.succeeded) {
+    v.text = m.end_reason.empty() ? "all ranks exited with code 0" : m.end_reason;
+  } else {
+    v.text = failure_text(m, end);
+  }
+  return v;
+}
+
+RetryDecision decide_retry(const JobSpec& spec, int runs_so_far, std::optional<int> exit_code,
+                           const std::optional<std::string>& log_match) {
+  const auto& r = spec.restart;
+  if (r.policy == RestartPolicy::Never) return {false, 0, "restart.policy is never"};
+  if (log_match) return {false, 0, fmt::format("the log matched no-retry pattern '{}'", *log_match)};
+  int retries_done = runs_so_far - 1;
+  if (retries_done >= r.max_retries) {
+    return {false, 0, fmt::format("retries exhausted ({} of {})", retries_done, r.max_retries)};
+  }
+  if (r.policy == RestartPolicy::ExitCode) {
+    bool retryable = exit_code && std::any_of(r.retryable_exit_codes.begin(), r.retryable_exit_codes.end(),
+                                              [&](const ExitCodeRange& x) { return x.contains(*exit_code); });
+    if (!retryable) {
+      return {false, 0, exit_code ? fmt::format("exit code {} is not retryable", *exit_code) : "exit code unknown"};
+    }
+  }
+  double delay = r.backoff_initial_s * std::pow(r.backoff_factor, retries_done);
+  delay = std::min(delay, r.backoff_max_s);
+  return {true, delay, fmt::format("retry {} of {} in {}s", retries_done + 1, r.max_retries, format_seconds(delay))};
+}
+
+}  // namespace ddp::jobs

@@ -1,0 +1,99 @@
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <string>
+
+#include "jobs/run_outcome.hpp"
+
+using namespace ddp::jobs;
+using json = nlohmann::json;
+
+namespace {
+RunMemory fold(const std::vector<json>& events) {
+  RunMemory m;
+  for (const auto& ev : events) absorb_event(m, ev);
+  return m;
+}
+constexpr int exited(int code) { return code << 8; }  // a wait status
+constexpr int killed(int sig) { return sig; }
+}  // namespace
+
+TEST_CASE("the first failing rank_exited is the failure until a root_cause replaces it") {
+  auto m = fold({{{"event", "rank_exited"}, {"rank", 0}, {"exit_code", 0}},
+                 {{"event", "rank_exited"}, {"rank", 1}, {"signal", "SIGTERM"}},
+                 {{"event", "rank_exited"}, {"rank", 2}, {"exit_code", 3}}});
+  CHECK(m.first_failure == "rank 1 was killed by SIGTERM");
+  CHECK(m.first_failure_code == 128 + SIGTERM);
+  absorb_event(m, {{"event", "root_cause"}, {"rank", 2}, {"exit_code", 3}, {"error", "ValueError: boom\nTraceback"}});
+  CHECK(m.first_failure == "rank 2 exited with code 3: ValueError: boom");
+  CHECK(m.first_failure_code == 3);
+}
+
+TEST_CASE("a long error line is cut at 200 bytes, never inside a UTF-8 character") {
+  std::string error(199, 'x');
+  error += "é and more";  // é's two bytes straddle byte 200
+  auto m = fold({{{"event", "root_cause"}, {"rank", 0}, {"exit_code", 1}, {"error", error}}});
+  CHECK(m.first_failure == "rank 0 exited with code 1: " + std::string(199, 'x') + "…");
+}
+
+TEST_CASE("restarting starts a fresh attempt: the failure moves to previous_failure") {
+  auto m = fold({{{"event", "rank_exited"}, {"rank", 1}, {"exit_code", 3}}, {{"event", "restarting"}, {"attempt", 1}}});
+  CHECK(m.first_failure.empty());
+  CHECK_FALSE(m.first_failure_code);
+  CHECK(m.previous_failure == "rank 1 exited with code 3");
+  absorb_event(m, {{"event", "finished"}, {"exit_code", 0}});
+  CHECK(m.finished_seen);
+  CHECK(m.finished_exit == 0);
+}
+
+TEST_CASE("event lines: complete lines only, unreadable ones reported, empty ones skipped") {
+  auto chunk = parse_event_lines("{\"event\":\"started\"}\n\nnot json\n{\"event\":\"fin");
+  CHECK(chunk.consumed == 30);  // up to the newline after "not json"
+  REQUIRE(chunk.events.size() == 1);
+  CHECK(chunk.events[0]["event"] == "started");
+  CHECK(chunk.unreadable.size() == 1);
+  CHECK(parse_event_lines("{\"event\":\"partial").consumed == 0);
+}
+
+TEST_CASE("judge_run: the finished event decides; else the supervisor's wait status") {
+  auto ok = judge_run(fold({{{"event", "finished"}, {"exit_code", 0}}}), RunEnd{exited(0), std::nullopt, 7, "/r"});
+  CHECK(ok.succeeded);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.text == "all ranks exited with code 0");
+
+  auto failed = judge_run(
+      fold({{{"event", "rank_exited"}, {"rank", 1}, {"exit_code", 3}}, {{"event", "finished"}, {"exit_code", 1}}}),
+      RunEnd{exited(1), std::nullopt, 7, "/r"});
+  CHECK_FALSE(failed.succeeded);
+  CHECK(failed.exit_code == 1);
+  CHECK(failed.text == "rank 1 exited with code 3");
+
+  auto no_event = judge_run(RunMemory{}, RunEnd{killed(SIGKILL), std::nullopt, 7, "/r"});
+  CHECK_FALSE(no_event.succeeded);
+  CHECK(no_event.exit_code == 128 + SIGKILL);
+  CHECK(no_event.text == "the supervisor (pid 7) was killed by signal 9 before it finished");
+
+  auto early = judge_run(RunMemory{}, RunEnd{exited(2), std::nullopt, 7, "/r"});
+  CHECK(early.text == "the supervisor (pid 7) exited with code 2 before it started the job (see /r/supervisor.log)");
+
+  // Not the daemon's child (re-adopted, or ended while it was down): no wait status.
+  auto unknown = judge_run(RunMemory{}, RunEnd{std::nullopt, std::nullopt, 7, "/r"});
+  CHECK_FALSE(unknown.succeeded);
+  CHECK_FALSE(unknown.exit_code);
+  CHECK(unknown.text == "the supervisor (pid 7) ended without a finished event (see /r/supervisor.log)");
+
+  auto bare_finish = judge_run(fold({{{"event", "finished"}, {"exit_code", 4}}}), RunEnd{});
+  CHECK(bare_finish.text == "the supervisor exited with code 4");
+}
+
+TEST_CASE("an executor's own end report (Slurm) counts as the finish") {
+  RunMemory m;
+  absorb_executor_end(m, false, 0, "Slurm job 12 FAILED");
+  auto v = judge_run(m, RunEnd{});
+  CHECK_FALSE(v.succeeded);
+  CHECK(v.exit_code == 1);  // a failure is never code 0
+  CHECK(v.text == "Slurm job 12 FAILED");
+  RunMemory ok;
+  absorb_executor_end(ok, true, 0, "Slurm job 13 COMPLETED");
+  CHECK(judge_run(ok, RunEnd{}).text == "Slurm job 13 COMPLETED");
+}
