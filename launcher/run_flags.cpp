@@ -175,10 +175,12 @@ void add_torchrun_extras(CLI::App* sub, RunArgs& a) {
   sub->add_option("--duplicate-stdout-filters,--duplicate_stdout_filters", a.duplicate_stdout_filters,
                   "Also write stdout lines containing any of these comma-separated strings (',,': a comma) to "
                   "attempt_N/filtered_stdout.log in the run's log directory (torch 2.x)")
-      ->envname("PET_DUPLICATE_STDOUT_FILTERS");
+      ->envname("PET_DUPLICATE_STDOUT_FILTERS")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one wins
   sub->add_option("--duplicate-stderr-filters,--duplicate_stderr_filters", a.duplicate_stderr_filters,
                   "The same for stderr lines, to attempt_N/filtered_stderr.log (torch 2.x)")
-      ->envname("PET_DUPLICATE_STDERR_FILTERS");
+      ->envname("PET_DUPLICATE_STDERR_FILTERS")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one wins
 }
 
 }  // namespace

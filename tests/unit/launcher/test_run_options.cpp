@@ -415,6 +415,9 @@ TEST_CASE("--duplicate-*-filters: torchrun's comma rules, the run directory kept
   auto e = plan({"--duplicate-stderr-filters", "Error,", "t.py"});
   CHECK(e.config.duplicate_filters.stderr_filters == std::vector<std::string>{"Error"});
   CHECK(any_contains(e.warnings, "--duplicate-stderr-filters 'Error,': empty filters are ignored"));
+  // Given twice: the last one wins, as with torchrun's argparse.
+  CHECK(plan({"--duplicate-stdout-filters", "a", "--duplicate-stdout-filters", "b", "t.py"})
+            .config.duplicate_filters.stdout_filters == std::vector<std::string>{"b"});
   ScopedEnv env("PET_DUPLICATE_STDOUT_FILTERS", "step");
   CHECK(plan({"t.py"}).config.duplicate_filters.stdout_filters == std::vector<std::string>{"step"});
 }
