@@ -113,6 +113,23 @@ def test_unknown_template_names_are_printed_as_written_with_a_warning():
     check("unknown name(s) ${host}, printed as written" in r.stderr, f"no warning: {r.stderr}")
 
 
+def test_a_flood_of_matching_lines_arrives_whole_and_in_order():
+    # 2 × 40000 lines of 80 bytes: under the writer's 8 MiB queue bound, so none may be dropped.
+    n = 40000
+    flood = f"awk 'BEGIN {{ for (i = 0; i < {n}; i++) printf \"loss %d {'x' * 60}\\n\", i }}'"
+    with tempfile.TemporaryDirectory() as d:
+        r = launch("--nproc-per-node", "2", "--log-dir", d, "--duplicate-stdout-filters", "loss",
+                   "--no-python", "/bin/sh", "-c", flood, timeout=120)
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}")
+        check("dropped" not in r.stderr, f"lines dropped: {r.stderr[-2000:]}")
+        with open(os.path.join(only_run_dir(d), "attempt_0", "filtered_stdout.log")) as f:
+            lines = f.read().splitlines()
+        for k in (0, 1):
+            mine = [x for x in lines if x.startswith(f"[rank {k}]: ")]
+            want = [f"[rank {k}]: loss {i} {'x' * 60}" for i in range(n)]
+            check(mine == want, f"rank {k}: {len(mine)} of {n} lines, or out of order")
+
+
 def test_help_names_the_filtered_files():
     r = launch("--help")
     check("--duplicate-stdout-filters" in r.stdout and "filtered_stdout.log" in r.stdout, f"help: {r.stdout[-3000:]}")
@@ -124,5 +141,6 @@ run_tests([
     test_without_log_dir_the_temporary_run_directory_is_kept_and_named,
     test_the_prefix_template_replaces_the_console_prefix_and_labels_filtered_lines,
     test_unknown_template_names_are_printed_as_written_with_a_warning,
+    test_a_flood_of_matching_lines_arrives_whole_and_in_order,
     test_help_names_the_filtered_files,
 ])
