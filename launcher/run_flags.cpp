@@ -173,13 +173,14 @@ void add_torchrun_extras(CLI::App* sub, RunArgs& a) {
                   "node: each rank runs on its NUMA node's CPUs; exclusive: on disjoint CPUs of it (torch 2.x)")
       ->envname("PET_NUMA_BINDING");
   sub->add_option("--duplicate-stdout-filters,--duplicate_stdout_filters", a.duplicate_stdout_filters,
-                  "torch 2.x: copy stdout lines containing these to a combined file (not supported yet)")
-      ->delimiter(',')
-      ->allow_extra_args(false);
+                  "Also write stdout lines containing any of these comma-separated strings (',,': a comma) to "
+                  "attempt_N/filtered_stdout.log in the run's log directory (torch 2.x)")
+      ->envname("PET_DUPLICATE_STDOUT_FILTERS")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one wins
   sub->add_option("--duplicate-stderr-filters,--duplicate_stderr_filters", a.duplicate_stderr_filters,
-                  "torch 2.x: copy stderr lines containing these to a combined file (not supported yet)")
-      ->delimiter(',')
-      ->allow_extra_args(false);
+                  "The same for stderr lines, to attempt_N/filtered_stderr.log (torch 2.x)")
+      ->envname("PET_DUPLICATE_STDERR_FILTERS")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one wins
 }
 
 }  // namespace

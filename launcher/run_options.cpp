@@ -2,10 +2,12 @@
 #include "launcher/run_options.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <tuple>
 
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
@@ -13,6 +15,7 @@
 #include "launcher/batch_policy.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/numa_binding.hpp"
+#include "launcher/rank_log_lines.hpp"
 #include "launcher/rdzv_conf.hpp"
 #include "launcher/slurm.hpp"
 
@@ -168,15 +171,8 @@ void check_command(const RunArgs& a) {
   if (a.no_python && a.module && !a.run_path) throw UsageError("--no-python and --module cannot be combined");
 }
 
-// Newer torchrun flags ddp-launch does not implement yet: refused with what to do instead.
+// Newer torchrun flags accepted for compatibility whose effect differs here.
 void check_unsupported(const RunArgs& a, RunPlan& plan) {
-  auto refuse = [](const char* flag, const char* instead) {
-    throw UsageError(fmt::format("{} (torch 2.x) is not supported by ddp-launch yet: {}", flag, instead));
-  };
-  if (!a.duplicate_stdout_filters.empty() || !a.duplicate_stderr_filters.empty()) {
-    refuse("--duplicate-stdout-filters/--duplicate-stderr-filters",
-           "drop them; --log-dir keeps every rank's full output, and --metric records matching values");
-  }
   if (!a.logs_specs.empty()) {
     plan.warnings.push_back(
         fmt::format("--logs-specs {}: accepted for torchrun compatibility; ddp-launch writes "
@@ -362,7 +358,7 @@ void plan_run_dir(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c,
     }
     const bool to_files = c.writes_log_files();
     // torchrun writes redirected and teed streams under a temporary directory without --log-dir.
-    if (to_files) plan.info.push_back(fmt::format("no --log-dir: per-rank log files go under {}", c.run_dir.string()));
+    if (to_files) plan.info.push_back(fmt::format("no --log-dir: log files go under {}", c.run_dir.string()));
     c.remove_run_dir = !to_files;  // only error files and the FileStore live there: gone after the job
   }
 }
@@ -453,16 +449,37 @@ void plan_numa_binding(const RunArgs& a, const HostFacts& facts, SupervisorConfi
   plan.info.push_back(fmt::format("--numa-binding {}: {}", a.numa_binding, sets));
 }
 
+// --duplicate-stdout/stderr-filters and $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE: torch 2.x's
+// console prefix and filtered logs (launcher/rank_log_lines.hpp).
+void plan_log_lines(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c, RunPlan& plan) {
+  for (auto [value, flag, out] :
+       {std::tuple{&a.duplicate_stdout_filters, "--duplicate-stdout-filters", &c.duplicate_filters.stdout_filters},
+        std::tuple{&a.duplicate_stderr_filters, "--duplicate-stderr-filters", &c.duplicate_filters.stderr_filters}}) {
+    bool empty_dropped = false;
+    *out = split_duplicate_filters(*value, &empty_dropped);
+    if (empty_dropped) {
+      plan.warnings.push_back(
+          fmt::format("{} '{}': empty filters are ignored (torchrun would copy every line); "
+                      "write ',,' for a comma inside a filter",
+                      flag, *value));
+    }
+  }
+  if (auto it = facts.env.find("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"); it != facts.env.end()) {
+    c.line_prefix_template = it->second;
+    auto unknown = unknown_line_prefix_names(it->second);
+    if (!unknown.empty()) {
+      plan.warnings.push_back(fmt::format(
+          "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE={}: unknown name(s) ${{{}}}, printed as written (as torchrun "
+          "does); the names substituted per rank are ${{role_name}}, ${{rank}} and ${{local_rank}} ($$ is a $)",
+          it->second, fmt::join(unknown, "}, ${")));
+    }
+  }
+}
+
 void plan_environment(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c, RunPlan& plan) {
   c.base_env = facts.env;
   plan_virtual_local_rank(a, c);
   plan_numa_binding(a, facts, c, plan);
-  if (auto it = facts.env.find("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"); it != facts.env.end()) {
-    plan.warnings.push_back(
-        fmt::format("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE={} is not applied: ddp-launch prefixes console lines with "
-                    "[rank] (one node) or [host:rank] (several); unset it to silence this",
-                    it->second));
-  }
   plan_batch_policy(a, c, plan);
   plan_gloo_interface(a, facts, c, plan);
   if (auto omp = omp_threads_default(c.base_env, c.plan.nproc_per_node)) {
@@ -511,6 +528,7 @@ RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {
   c.shutdown_grace = plan_shutdown_grace(a, facts);
   c.run_id = a.rdzv_id == "none" && a.standalone ? facts.random_id : a.rdzv_id;
   plan_environment(a, facts, c, plan);
+  plan_log_lines(a, facts, c, plan);
   plan_run_dir(a, facts, c, plan);
   plan_worker_argv(a, facts, plan);
   int world = c.plan.nnodes * c.plan.nproc_per_node;

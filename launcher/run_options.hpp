@@ -58,11 +58,11 @@ struct RunArgs {
   std::string gpu_watch_interval = "5s";
   unsigned gpu_low_util = 50;
   std::string gpu_low_window = "60s";
-  // Newer torchrun flags ddp-launch does not implement: refused with an explanation.
+  // Newer torchrun flags (torch 2.x).
   bool virtual_local_rank = false;
   std::string numa_binding;
-  std::vector<std::string> duplicate_stdout_filters;
-  std::vector<std::string> duplicate_stderr_filters;
+  std::string duplicate_stdout_filters;  // comma-separated, ",," a literal comma (torchrun's rule)
+  std::string duplicate_stderr_filters;
 
   std::vector<std::string> command;  // the script (or program) and its arguments
   // Flags given on the command line or through their PET_* variable, by their first long name

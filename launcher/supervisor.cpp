@@ -38,6 +38,7 @@
 #include "launcher/failure_hints.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
+#include "launcher/filtered_log_writer.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
@@ -175,6 +176,7 @@ struct Stream {
 struct Worker {
   Worker(asio::io_context& io) : out(io), err(io) {}
   RankAssignment ranks;
+  std::string prefix;  // of its console and filtered-log lines
   int attempt = 0;
   pid_t pid = 0;
   bool alive = false;
@@ -204,6 +206,7 @@ class Supervisor {
         rendezvous_timer_(io_),
         events_(config.events_path),
         metrics_(config.run_dir, config.metric_patterns, describe_run(config, plan_)),
+        filtered_(config.run_dir, config.duplicate_filters),
         gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
                    [this](const GpuSample& s) { on_gpu_sample(s); },
                    [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
@@ -792,6 +795,7 @@ class Supervisor {
     std::error_code ec;
     if (!record_disabled_) fs::remove(processes_path(), ec);
     gpu_watch_.stop();
+    filtered_.finish();
     bool kept_metrics =
         metrics_.finish({{"exit_code", exit_code_}, {"attempts", machine_.attempt() + 1}}, config_.remove_run_dir);
     if (config_.remove_run_dir && !kept_metrics) fs::remove_all(config_.run_dir, ec);
@@ -816,6 +820,7 @@ class Supervisor {
   void spawn(const RankAssignment& ranks, int attempt) {
     auto w = std::make_unique<Worker>(io_);
     w->ranks = ranks;
+    w->prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
     w->attempt = attempt;
     fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
     std::error_code fec;
@@ -916,10 +921,8 @@ class Supervisor {
     w->last_output.push_back(line);
     if (w->last_output.size() > 5) w->last_output.pop_front();
     metrics_.on_line(w->attempt, w->ranks.rank, line);
-    if (s.console) {
-      console_.write(console, multi_node() ? fmt::format("[{}:{}]: {}\n", node_name_, w->ranks.rank, line)
-                                           : fmt::format("[rank {}]: {}\n", w->ranks.rank, line));
-    }
+    filtered_.on_line(w->attempt, &s == &w->err, w->prefix, line);
+    if (s.console) console_.write(console, fmt::format("{}{}\n", w->prefix, line));
   }
 
   // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name
@@ -1120,6 +1123,7 @@ class Supervisor {
   EventLog events_;
   Console console_;
   MetricsRecorder metrics_;
+  FilteredLogWriter filtered_;
   GpuWatch gpu_watch_;
   std::unique_ptr<store::StoreServer> store_;
   std::uint16_t master_port_ = 0;

@@ -10,6 +10,7 @@
 
 #include "launcher/gpu_watch_core.hpp"
 #include "launcher/metrics.hpp"
+#include "launcher/rank_log_lines.hpp"
 #include "launcher/rank_plan.hpp"
 #include "launcher/rendezvous.hpp"
 #include "launcher/worker_env.hpp"
@@ -63,8 +64,12 @@ struct SupervisorConfig {
   GpuWatchConfig gpu_watch;
   bool virtual_local_rank = false;  // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
   std::vector<std::vector<int>> cpu_affinity;  // --numa-binding: CPUs per local rank; empty: inherited
+  // $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (launcher/rank_log_lines.hpp); empty: [rank N]: / [host:rank]:
+  std::string line_prefix_template;
+  // --duplicate-stdout/stderr-filters: matching lines also go to run_dir/attempt_N/filtered_*.log.
+  DuplicateFilters duplicate_filters;
 
-  // Per-rank stdout/stderr files under run_dir: --log-dir, or a redirected or teed stream.
+  // Log files under run_dir: a redirected or teed stream's per-rank files, or the filtered logs.
   bool writes_log_files() const;
 };
 

@@ -9,7 +9,8 @@ bool SupervisorConfig::writes_log_files() const {
   auto any = [](const std::vector<int>& masks) {
     return std::any_of(masks.begin(), masks.end(), [](int m) { return m != 0; });
   };
-  return any(redirects) || any(tee);  // torchrun's rule: a stream gets a file when redirected or teed
+  // torchrun's rule: a stream gets a file when redirected or teed; the filtered logs are files too.
+  return any(redirects) || any(tee) || duplicate_filters.any();
 }
 
 }  // namespace ddp::launcher

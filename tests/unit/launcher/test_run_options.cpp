@@ -283,7 +283,7 @@ TEST_CASE("--redirects / --tee masks and --local-ranks-filter") {
   CHECK(p.config.console_ranks == std::vector<bool>{false, true});
   CHECK(p.config.writes_log_files());
   CHECK_FALSE(p.config.remove_run_dir);
-  CHECK(any_contains(p.info, "no --log-dir: per-rank log files go under /tmp/ddp-launch-none-42"));
+  CHECK(any_contains(p.info, "no --log-dir: log files go under /tmp/ddp-launch-none-42"));
   CHECK(contains(usage_error({"--nproc-per-node", "2", "--redirects", "2:1", "t.py"}), "--redirects"));
   CHECK(contains(usage_error({"--tee", "9", "t.py"}), "--tee"));
   CHECK_THROWS_AS(plan({"--nproc-per-node", "2", "--local-ranks-filter", "5", "t.py"}), ddp::UsageError);
@@ -396,12 +396,43 @@ TEST_CASE("OMP_NUM_THREADS=1 is the default with several ranks on a node, unless
   CHECK(plan({"--nproc-per-node", "2", "t.py"}).info.empty());
 }
 
-TEST_CASE("--logs-specs is accepted with a warning; torch 2.x flags not supported yet are refused with the fix") {
+TEST_CASE("--logs-specs is accepted with a warning") {
   CHECK(any_contains(plan({"--logs-specs", "my_specs", "t.py"}).warnings, "own layout"));
-  CHECK(contains(usage_error({"--duplicate-stdout-filters", "loss", "t.py"}), "--duplicate-stdout-filters"));
+}
+
+TEST_CASE("--duplicate-*-filters: torchrun's comma rules, the run directory kept for the filtered logs") {
+  auto p = plan({"--duplicate-stdout-filters", "loss,acc,,top1", "--duplicate_stderr_filters", "Error", "t.py"});
+  CHECK(p.config.duplicate_filters.stdout_filters == std::vector<std::string>{"loss", "acc,top1"});
+  CHECK(p.config.duplicate_filters.stderr_filters == std::vector<std::string>{"Error"});
+  CHECK(p.warnings.empty());
+  // Without --log-dir the files live in the temporary run directory, which is then kept and named.
+  CHECK_FALSE(p.config.remove_run_dir);
+  CHECK(p.config.writes_log_files());
+  CHECK(any_contains(p.info, "no --log-dir: log files go under /tmp/ddp-launch-none-42"));
+  CHECK(plan({"t.py"}).config.remove_run_dir);
+  CHECK_FALSE(plan({"t.py"}).config.duplicate_filters.any());
+  // An empty item would copy every line in torchrun: dropped, with a warning naming the flag.
+  auto e = plan({"--duplicate-stderr-filters", "Error,", "t.py"});
+  CHECK(e.config.duplicate_filters.stderr_filters == std::vector<std::string>{"Error"});
+  CHECK(any_contains(e.warnings, "--duplicate-stderr-filters 'Error,': empty filters are ignored"));
+  // Given twice: the last one wins, as with torchrun's argparse.
+  CHECK(plan({"--duplicate-stdout-filters", "a", "--duplicate-stdout-filters", "b", "t.py"})
+            .config.duplicate_filters.stdout_filters == std::vector<std::string>{"b"});
+  ScopedEnv env("PET_DUPLICATE_STDOUT_FILTERS", "step");
+  CHECK(plan({"t.py"}).config.duplicate_filters.stdout_filters == std::vector<std::string>{"step"});
+}
+
+TEST_CASE("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE becomes the console prefix; unknown names are warned about") {
   auto facts = test_host();
   facts.env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[${role_name}${rank}|${local_rank}]:";
-  CHECK(any_contains(plan({"t.py"}, facts).warnings, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"));
+  auto p = plan({"t.py"}, facts);
+  CHECK(p.config.line_prefix_template == "[${role_name}${rank}|${local_rank}]:");
+  CHECK(p.warnings.empty());
+  facts.env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[${host}:$rank $attempt]";
+  auto u = plan({"t.py"}, facts);
+  CHECK(u.config.line_prefix_template == "[${host}:$rank $attempt]");
+  CHECK(any_contains(u.warnings, "unknown name(s) ${host}, ${attempt}, printed as written"));
+  CHECK(plan({"t.py"}).config.line_prefix_template.empty());
 }
 
 TEST_CASE("a literal --rank in the script's arguments is the same for every rank: a warning with the placeholder") {
