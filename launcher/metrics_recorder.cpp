@@ -8,15 +8,11 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/clock.hpp"
 #include "common/env_contract.hpp"
 #include "launcher/supervisor.hpp"
 
 namespace ddp::launcher {
-namespace {
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 std::vector<int> global_ranks(const std::vector<RankAssignment>& plan) {
   std::vector<int> ranks;

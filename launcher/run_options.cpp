@@ -9,6 +9,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/duration.hpp"
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
 #include "launcher/argv_lint.hpp"
@@ -492,19 +493,10 @@ void plan_environment(const RunArgs& a, const HostFacts& facts, SupervisorConfig
 
 }  // namespace
 
+// One duration syntax for flags and job files (common/duration.hpp): 500ms, 60, 60s, 2m, 2h, 1d.
 std::chrono::milliseconds parse_duration(const std::string& value, const char* flag) {
-  std::size_t used = 0;
-  double n = -1;
-  try {
-    n = std::stod(value, &used);
-  } catch (const std::exception&) {
-  }
-  auto unit = value.substr(used);
-  double scale = unit.empty() || unit == "s" ? 1000 : unit == "ms" ? 1 : unit == "m" ? 60000 : -1;
-  if (n < 0 || scale < 0) {
-    throw UsageError(fmt::format("{} '{}' is not a duration: give seconds, e.g. 60, 60s, 500ms or 2m", flag, value));
-  }
-  return std::chrono::milliseconds(static_cast<long>(n * scale));
+  const double seconds = ddp::parse_duration_in(value, {0, ddp::kMaxDurationS}, flag);
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000 + 0.5));
 }
 
 RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {

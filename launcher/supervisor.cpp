@@ -31,6 +31,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/proc.hpp"
 #include "common/spawn.hpp"
@@ -53,10 +54,6 @@ using json = nlohmann::json;
 
 namespace ddp::launcher {
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string signal_name(int signo) {
   const char* abbrev = ::sigabbrev_np(signo);

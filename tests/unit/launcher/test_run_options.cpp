@@ -327,7 +327,11 @@ TEST_CASE("--max-restarts, --signals-to-handle, --memory-limit-per-rank, duratio
       contains(usage_error({"--memory-limit-per-rank", "abc", "t.py"}), "--memory-limit-per-rank 'abc' is not a size"));
   CHECK(plan({"--gpu-watch-interval", "500ms", "t.py"}).config.gpu_watch.interval == std::chrono::milliseconds(500));
   CHECK(plan({"--gpu-low-window", "2m", "t.py"}).config.gpu_watch.low_window == std::chrono::minutes(2));
-  CHECK(contains(usage_error({"--gpu-low-window", "2h", "t.py"}), "--gpu-low-window '2h' is not a duration"));
+  // One duration syntax with job files (common/duration.hpp): hours and days work here too.
+  CHECK(plan({"--gpu-low-window", "2h", "t.py"}).config.gpu_watch.low_window == std::chrono::hours(2));
+  CHECK(contains(usage_error({"--gpu-low-window", "soon", "t.py"}), "--gpu-low-window must be a duration"));
+  CHECK(contains(usage_error({"--gpu-low-window", "1e-12", "t.py"}), "--gpu-low-window"));
+  CHECK(contains(usage_error({"--gpu-watch-interval", "1e10", "t.py"}), "--gpu-watch-interval must be at most"));
   CHECK(plan({"--metric", "loss=loss=([0-9.]+)", "t.py"}).config.metric_patterns.size() == 1);
 }
 
