@@ -17,6 +17,17 @@ def start(*args, events):
                             stderr=subprocess.PIPE)
 
 
+def kill_all(*procs, run_id=None):
+    """Test cleanup: SIGKILL the supervisors still running (None allowed) and, given run_id, remove
+    the temporary run dirs a SIGKILLed one leaves (its guardian may have removed them already)."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+    if run_id:
+        remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+
+
 def wait_event(proc, path, name, timeout, count=1):
     """Waits until the events file holds `count` events called `name`; a TestFailure if the
     supervisor exits first or the time runs out."""
@@ -90,11 +101,7 @@ def test_signal_while_waiting_for_rendezvous_nodes_stops_at_once():
                 check(finished["event"] == "finished" and finished["exit_code"] == code, f"events: {finished}")
                 check(port_is_free(port), f"the rendezvous store still holds port {port}")
             finally:
-                for p in (host, client):
-                    if p and p.poll() is None:
-                        p.kill()
-                        p.wait()
-                remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+                kill_all(host, client, run_id=run_id)
 
 
 def test_signal_while_the_store_host_is_unreachable_stops_at_once():
@@ -108,10 +115,7 @@ def test_signal_while_the_store_host_is_unreachable_stops_at_once():
             rc, took, err = stop_and_time(node, signal.SIGTERM, 10)
             check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
         finally:
-            if node.poll() is None:
-                node.kill()
-                node.wait()
-            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+            kill_all(node, run_id=run_id)
 
 
 def test_signal_while_waiting_for_the_next_round_stops_at_once():
@@ -139,12 +143,7 @@ def test_signal_while_waiting_for_the_next_round_stops_at_once():
             rc, took, err = stop_and_time(a, signal.SIGTERM, 10)
             check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
         finally:
-            for p in (a, b):
-                if p and p.poll() is None:
-                    p.kill()
-                    p.wait()
-            # the SIGKILLed node's process record (its guardian removed its temporary run dir)
-            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+            kill_all(a, b, run_id=run_id)
 
 
 def test_signal_at_the_exit_barrier_stops_at_once():
@@ -168,11 +167,7 @@ def test_signal_at_the_exit_barrier_stops_at_once():
             check(rc == 143 and took < 5, f"exit {rc} after {took:.1f}s: {err[-1500:]}")
             check("while finishing; not waiting any longer" in err, f"log: {err[-1500:]}")
         finally:
-            for p in (a, b):
-                if p and p.poll() is None:
-                    p.kill()
-                    p.wait()
-            remove_matching(os.path.join(tempfile.gettempdir(), f"ddp-launch-{run_id}-*"))
+            kill_all(a, b, run_id=run_id)
 
 
 def test_sigterm_during_a_large_spawn_stops_it_and_leaves_no_rank():
@@ -185,9 +180,7 @@ def test_sigterm_during_a_large_spawn_stops_it_and_leaves_no_rank():
             wait_event(sup, ev, "rank_started", 60, count=20)
             rc, took, err = stop_and_time(sup, signal.SIGTERM, 30)
         finally:
-            if sup.poll() is None:
-                sup.kill()
-                sup.wait()
+            kill_all(sup)
         events = read_events(ev)
         pids = [e["pid"] for e in events if e["event"] == "rank_started"]
         left = wait_dead(pids, 5)
