@@ -150,7 +150,7 @@ def test_tee_without_log_dir_writes_files_under_the_run_dir_and_the_console():
     for rank in (0, 1):
         check(f"[rank {rank}]: out from rank {rank}" in r.stdout, f"rank {rank} stdout not teed: {r.stdout}")
         check(f"[rank {rank}]: err from rank {rank}" in r.stderr, f"rank {rank} stderr not teed: {r.stderr}")
-    m = re.search(r"per-rank log files go under (\S+)", r.stderr)
+    m = re.search(r"log files go under (\S+)", r.stderr)
     check(m, f"the log does not say where the files are: {r.stderr}")
     for rank in (0, 1):
         check(read(os.path.join(m.group(1), "attempt_0", str(rank), "stdout.log")) == f"out from rank {rank}\n",
@@ -177,7 +177,7 @@ def test_temporary_run_dir_removed_unless_it_holds_requested_logs():
     check(not left, f"the temporary run directory (and FileStore) outlived the job: {left}")
     r = launch("--nproc-per-node", "1", "--rdzv-id", run_id, "-r", "1", WORKER)
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
-    m = re.search(r"per-rank log files go under (\S+)", r.stderr)
+    m = re.search(r"log files go under (\S+)", r.stderr)
     check(m and read(os.path.join(m.group(1), "attempt_0", "0", "stdout.log")) == "out from rank 0\n",
           f"the redirected output is gone: {r.stderr}")
     remove_path(m.group(1))
