@@ -26,7 +26,7 @@ BAD_RUN_OPTIONS = [
      "--rdzv-conf: unknown key 'joint_timeout'"),
     (["--rdzv-endpoint", "h:99999"], "'99999' is not a port number"),
     (["--signals-to-handle", "SIGKILL"], "'SIGKILL' is not a signal that can be handled"),
-    (["--gpu-low-window", "2h"], "--gpu-low-window '2h' is not a duration"),
+    (["--gpu-low-window", "2 hours"], "--gpu-low-window must be a duration"),
     (["--nproc-per-node", "2", "--redirects", "5:1"], "--redirects"),
     (["--store", "rank0", "--filestore", "/tmp/x"], "--filestore needs --store file"),
     (["--run-dir", "/tmp/a", "--log-dir", "/tmp/b"], "--run-dir /tmp/a and --log-dir /tmp/b differ"),
