@@ -9,21 +9,13 @@
 #include <cmath>
 
 #include "common/duration.hpp"
+#include "common/signals.hpp"
 
 namespace ddp::jobs {
 
 using json = nlohmann::json;
 
 namespace {
-
-int signal_number(const std::string& name) {
-  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
-  for (int s = 1; s < NSIG; ++s) {
-    const char* abbrev = ::sigabbrev_np(s);
-    if (abbrev && bare == abbrev) return s;
-  }
-  return 0;
-}
 
 // The first line of a rank's error file (root_cause carries it): "ValueError: boom", not the
 // traceback; at most 200 bytes, never cut inside a UTF-8 character.
@@ -48,7 +40,7 @@ std::optional<RankFailure> rank_failure_of(const json& ev) {
   const bool signalled = ev.contains("signal") && ev["signal"].is_string();
   std::optional<int> code;
   if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
-  if (signalled) code = 128 + signal_number(ev["signal"].get<std::string>());
+  if (signalled) code = 128 + sig::signal_number(ev["signal"].get<std::string>()).value_or(0);
   if (!code || *code == 0) return std::nullopt;
   RankFailure f{
       *code, signalled ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())

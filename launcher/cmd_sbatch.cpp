@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "common/error.hpp"
+#include "common/signals.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/run_options.hpp"
 #include "launcher/sbatch_script.hpp"
@@ -152,10 +153,10 @@ int follow_job(const std::string& id, double wait_timeout) {
     const int sig = ::sigtimedwait(&signals, nullptr, &tick);
     if (sig <= 0) continue;
     if (cancelled_at) {
-      spdlog::warn("SIG{} again: no longer following job {} (it was cancelled)", ::sigabbrev_np(sig), id);
+      spdlog::warn("{} again: no longer following job {} (it was cancelled)", ddp::sig::signal_name(sig), id);
       return 128 + sig;
     }
-    spdlog::warn("SIG{}: cancelling job {} (scancel) and following it to its end", ::sigabbrev_np(sig), id);
+    spdlog::warn("{}: cancelling job {} (scancel) and following it to its end", ddp::sig::signal_name(sig), id);
     launcher::slurm::cancel_job(id, query_timeout);
     cancelled_at = Clock::now();
   }

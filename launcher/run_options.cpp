@@ -12,6 +12,7 @@
 #include "common/duration.hpp"
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
+#include "common/signals.hpp"
 #include "launcher/argv_lint.hpp"
 #include "launcher/batch_policy.hpp"
 #include "launcher/cgroup.hpp"
@@ -109,12 +110,7 @@ std::vector<int> parse_signals(const std::string& list) {
     auto name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? list.size() + 1 : comma + 1;
     if (name.empty()) continue;
-    std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
-    int found = 0;
-    for (int s = 1; s < NSIG; ++s) {
-      const char* abbrev = ::sigabbrev_np(s);
-      if (abbrev && bare == abbrev) found = s;
-    }
+    const int found = sig::signal_number(name).value_or(0);
     if (found == 0 || found == SIGKILL || found == SIGSTOP || found == SIGCHLD) {
       throw UsageError(
           fmt::format("--signals-to-handle: '{}' is not a signal that can be handled "

@@ -34,6 +34,7 @@
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/proc.hpp"
+#include "common/signals.hpp"
 #include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/failure_hints.hpp"
@@ -55,11 +56,7 @@ using json = nlohmann::json;
 namespace ddp::launcher {
 namespace {
 
-std::string signal_name(int signo) {
-  const char* abbrev = ::sigabbrev_np(signo);
-  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", signo);
-}
-
+using sig::signal_name;
 using proc::read_proc_stat;
 
 // Console output from a separate thread with a bounded queue: a slow terminal must never stall
