@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/net.hpp"
 #include "common/gpu.hpp"
 #include "common/proc.hpp"
 #include "jobs/api_server.hpp"
@@ -111,17 +112,10 @@ jobs::DaemonConfig daemon_config(const DaemonArgs& a, const fs::path& state_dir)
 // --listen HOST:PORT: serves the API there too; returns " tcp=HOST:PORT" (the bound port) for
 // the ready line.
 std::string listen_tcp(jobs::ApiServer& server, const std::string& listen, const std::string& token) {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) throw UsageError(fmt::format("--listen '{}': give HOST:PORT", listen));
-  int port = 0;
-  try {
-    port = std::stoi(listen.substr(colon + 1));
-  } catch (const std::exception&) {
-    port = -1;
-  }
-  if (port < 0 || port > 65535) throw UsageError(fmt::format("--listen '{}': the port is not 0..65535", listen));
-  auto bound = server.listen_tcp(listen.substr(0, colon), static_cast<std::uint16_t>(port), token);
-  return fmt::format(" tcp={}:{}", listen.substr(0, colon), bound);
+  auto parsed = net::parse_host_port(listen, {.min_port = 0});
+  if (!parsed.value) throw UsageError(fmt::format("--listen '{}': {}; give HOST:PORT", listen, parsed.problem));
+  auto bound = server.listen_tcp(parsed.value->host, *parsed.value->port, token);
+  return fmt::format(" tcp={}:{}", listen.substr(0, listen.rfind(':')), bound);
 }
 
 // Runs the loop until SIGINT/SIGTERM.

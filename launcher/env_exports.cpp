@@ -7,6 +7,7 @@
 
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
+#include "common/net.hpp"
 
 namespace ddp::launcher {
 namespace {
@@ -72,19 +73,10 @@ void set_store_address(EnvExportsInput& in, std::string_view address) {
                     "store` printed)",
                     address, why));
   };
-  auto colon = address.rfind(':');
-  if (colon == std::string_view::npos) throw bad("no port");
-  auto host = address.substr(0, colon);
-  auto port = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) throw bad("no host");
-  if (host.find(':') != std::string_view::npos && address.front() != '[') throw bad("write an IPv6 host as [ADDR]");
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
-      std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) {
-    throw bad(fmt::format("'{}' is not a port 1..65535", port));
-  }
-  in.master_addr = std::string(host);
-  in.master_port = static_cast<std::uint16_t>(std::stoi(std::string(port)));
+  auto parsed = net::parse_host_port(address);
+  if (!parsed.value) throw bad(parsed.problem);
+  in.master_addr = parsed.value->host;
+  in.master_port = *parsed.value->port;
 }
 
 std::string render_sh_exports(const std::vector<EnvExport>& exports) {

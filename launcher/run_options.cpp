@@ -12,6 +12,7 @@
 #include "common/duration.hpp"
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
+#include "common/net.hpp"
 #include "common/signals.hpp"
 #include "launcher/argv_lint.hpp"
 #include "launcher/batch_policy.hpp"
@@ -84,22 +85,12 @@ struct Endpoint {
   std::optional<std::uint16_t> port;
 };
 
-// --rdzv-endpoint HOST[:PORT], parsed once for both backends.
+// --rdzv-endpoint HOST[:PORT] (IPv6 as [ADDR]), parsed once for both backends.
 std::optional<Endpoint> parse_endpoint(const std::string& value) {
   if (value.empty()) return std::nullopt;
-  Endpoint e;
-  auto colon = value.rfind(':');
-  e.host = value.substr(0, colon);
-  if (colon != std::string::npos) {
-    auto port = value.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(port) > 65535 || std::stoi(port) == 0) {
-      throw UsageError(fmt::format("--rdzv-endpoint '{}': '{}' is not a port number (1..65535)", value, port));
-    }
-    e.port = static_cast<std::uint16_t>(std::stoi(port));
-  }
-  if (e.host.empty()) throw UsageError(fmt::format("--rdzv-endpoint '{}': no host", value));
-  return e;
+  auto parsed = net::parse_host_port(value, {.port_required = false});
+  if (!parsed.value) throw UsageError(fmt::format("--rdzv-endpoint '{}': {}", value, parsed.problem));
+  return Endpoint{parsed.value->host, parsed.value->port};
 }
 
 std::vector<int> parse_signals(const std::string& list) {

@@ -176,7 +176,15 @@ TEST_CASE("--rdzv-endpoint is parsed once: the static store address, or the c10d
                    "'0' is not a port number"));
     CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", "h:", "t.py"}), "is not a port number"));
     CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", ":80", "t.py"}), "no host"));
+    CHECK(contains(usage_error({"--rdzv-backend", backend, "--rdzv-endpoint", "::1:80", "t.py"}),
+                   "--rdzv-endpoint '::1:80': write an IPv6 host as [ADDR]"));
   }
+  // IPv6 in brackets, with or without a port (common/net.hpp parse_host_port).
+  CHECK(plan({"--rdzv-endpoint", "[::1]:1234", "t.py"}).config.master_addr == "::1");
+  auto v6 = plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "[::1]", "t.py"});
+  REQUIRE(v6.config.dynamic);
+  CHECK(v6.config.dynamic->endpoint_host == "::1");
+  CHECK(v6.config.dynamic->endpoint_port == 29400);
   CHECK(contains(usage_error({"--rdzv-backend", "c10d", "t.py"}), "--rdzv-backend c10d needs --rdzv-endpoint"));
   CHECK(contains(usage_error({"--rdzv-backend", "etcd", "t.py"}), "--rdzv-backend etcd is not available"));
 }
@@ -322,6 +330,10 @@ TEST_CASE("--max-restarts, --signals-to-handle, --memory-limit-per-rank, duratio
         std::vector<int>{SIGUSR1, SIGTERM});
   CHECK(contains(usage_error({"--signals-to-handle", "SIGKILL", "t.py"}),
                  "'SIGKILL' is not a signal that can be handled"));
+  // Numbers as kill(1) takes them, the same checks (common/signals.hpp).
+  CHECK(plan({"--signals-to-handle", "15", "t.py"}).config.handled_signals == std::vector<int>{SIGTERM});
+  CHECK(contains(usage_error({"--signals-to-handle", "9", "t.py"}), "'9' is not a signal that can be handled"));
+  CHECK(contains(usage_error({"--signals-to-handle", "SIGFOO", "t.py"}), "'SIGFOO' is not a signal that can be handled"));
   CHECK(plan({"--memory-limit-per-rank", "4G", "t.py"}).config.memory_limit_per_rank == 4ull << 30);
   CHECK(
       contains(usage_error({"--memory-limit-per-rank", "abc", "t.py"}), "--memory-limit-per-rank 'abc' is not a size"));
