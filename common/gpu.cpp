@@ -37,8 +37,8 @@ struct Nvml::Api {
 };
 
 std::string nvml_library_name() {
-  const char* name = std::getenv("DDP_NVML_LIBRARY");
-  return name && *name ? name : "libnvidia-ml.so.1";
+  const char* name = std::getenv(std::string(kNvmlLibraryVar).c_str());
+  return name && *name ? std::string(name) : std::string(kNvmlLibraryDefault);
 }
 
 std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {

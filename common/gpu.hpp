@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ddp::gpu {
 
@@ -12,7 +13,9 @@ struct GpuCount {
   std::string why_not;       // what failed (library missing, init error) when count is empty
 };
 
-// $DDP_NVML_LIBRARY, or libnvidia-ml.so.1.
+// The NVML library dlopen loads: $DDP_NVML_LIBRARY, or libnvidia-ml.so.1.
+inline constexpr std::string_view kNvmlLibraryVar = "DDP_NVML_LIBRARY";
+inline constexpr std::string_view kNvmlLibraryDefault = "libnvidia-ml.so.1";
 std::string nvml_library_name();
 
 GpuCount count_gpus();

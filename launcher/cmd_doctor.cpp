@@ -36,6 +36,8 @@
 #include "common/proc.hpp"
 #include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
+#include "launcher/host_facts.hpp"
+#include "launcher/python_choice.hpp"
 #include "launcher/worker_env.hpp"
 #include "store/filestore_cleaner.hpp"
 
@@ -249,8 +251,9 @@ DoctorCheck judge_gpus(const gpu::GpuCount& gpus, const std::string& library) {
     c.details["why_not"] = gpus.why_not;
     c.finding = fmt::format("NVML is not available ({}), so GPU checks are off (and run's GPU watch)", gpus.why_not);
     c.action =
-        "CPU jobs with gloo are fine. For GPUs install the NVIDIA driver, or point DDP_NVML_LIBRARY at "
-        "libnvidia-ml.so.1; until then `--nproc-per-node gpu` refuses and `auto` starts one rank per CPU";
+        fmt::format("CPU jobs with gloo are fine. For GPUs install the NVIDIA driver, or point {} at {}; until "
+                    "then `--nproc-per-node gpu` refuses and `auto` starts one rank per CPU",
+                    gpu::kNvmlLibraryVar, gpu::kNvmlLibraryDefault);
     return c;
   }
   c.details["count"] = *gpus.count;
@@ -363,7 +366,7 @@ std::string python_fix(const std::string& interpreter, bool answered) {
     fix += fmt::format(" (e.g. `--python {}`; doctor checks it the same way)", kSystemPython);
   }
   if (answered) fix += fmt::format(", or install torch into it (`{} -m pip install torch`)", interpreter);
-  return fix + "; `ddp-launch run` takes the same --python (or $PYTHON_EXEC)";
+  return fix + fmt::format("; `ddp-launch run` takes the same --python (or ${})", env::kPythonExec);
 }
 
 DoctorCheck judge_python(const std::string& given, const std::string& interpreter, const ProbeRun& run,
@@ -452,7 +455,9 @@ Command add_doctor_command(CLI::App& app) {
                          "python/torch/gloo, open-file limit");
   auto a = std::make_shared<DoctorArgs>();
   sub->add_option("--port", a->port, "Store port the job will use (torchrun's default)")->capture_default_str();
-  sub->add_option("--python", a->python, "Python interpreter the workers will run (default: $PYTHON_EXEC or python3)");
+  sub->add_option("--python", a->python,
+                  "Python interpreter the workers will run (default: as `run` chooses: $PYTHON_EXEC, else the first "
+                  "of $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH, /usr/bin/python3 that can import torch)");
   sub->add_option("--python-timeout", a->python_timeout_s, "Seconds to wait for the interpreter to import torch")
       ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
@@ -465,12 +470,11 @@ Command add_doctor_command(CLI::App& app) {
 
   auto run = [a]() -> int {
     if (a->port < 1 || a->port > 65535) throw UsageError(fmt::format("--port {} is outside 1..65535", a->port));
-    std::string python = a->python;
-    if (python.empty()) {
-      const char* exec = std::getenv("PYTHON_EXEC");
-      python = exec && *exec ? exec : "python3";
-    }
     const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a->python_timeout_s * 1000.0));
+    // The interpreter `run` would start, chosen the same way (launcher/python_choice.hpp).
+    const auto env = launcher::gather_host_facts().env;
+    std::string python = launcher::named_interpreter(a->python, env);
+    if (python.empty()) python = launcher::probe_interpreter(env, timeout).program;
 
     std::vector<DoctorCheck> checks;
     auto record = [&](DoctorCheck c) {
@@ -481,8 +485,7 @@ Command add_doctor_command(CLI::App& app) {
     };
     record(check_port(static_cast<std::uint16_t>(a->port)));
     for (const auto& f : a->filestores) record(check_filestore(f));
-    const char* nvml = std::getenv("DDP_NVML_LIBRARY");
-    record(judge_gpus(gpu::count_gpus(), nvml && *nvml ? nvml : "libnvidia-ml.so.1"));
+    record(judge_gpus(gpu::count_gpus(), gpu::nvml_library_name()));
     const char* omp = std::getenv(std::string(env::kOmpNumThreads).c_str());
     record(judge_omp(omp ? std::optional<std::string>(omp) : std::nullopt,
                      std::max(1u, std::thread::hardware_concurrency())));

@@ -7,6 +7,12 @@
 
 namespace ddp::launcher {
 
+std::string named_interpreter(const std::string& python_flag, const EnvMap& env) {
+  if (!python_flag.empty()) return python_flag;
+  auto it = env.find(std::string(env::kPythonExec));
+  return it != env.end() ? it->second : std::string();
+}
+
 std::vector<InterpreterCandidate> interpreter_candidates(const EnvMap& env) {
   std::vector<InterpreterCandidate> out;
   auto from_prefix = [&](std::string_view var, const char* what) {

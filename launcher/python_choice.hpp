@@ -16,6 +16,10 @@ struct InterpreterCandidate {
   std::string source;   // where it came from, for the log line
 };
 
+// Pure: the interpreter the user named: --python, else $PYTHON_EXEC when set and not empty; ""
+// when neither names one (then probe_interpreter chooses). `run` and `doctor` both ask this.
+std::string named_interpreter(const std::string& python_flag, const EnvMap& env);
+
 // Pure: the candidates in order, from the environment.
 std::vector<InterpreterCandidate> interpreter_candidates(const EnvMap& env);
 

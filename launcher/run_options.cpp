@@ -18,6 +18,7 @@
 #include "launcher/batch_policy.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/numa_binding.hpp"
+#include "launcher/python_choice.hpp"
 #include "launcher/rank_log_lines.hpp"
 #include "launcher/rdzv_conf.hpp"
 #include "launcher/slurm.hpp"
@@ -359,12 +360,7 @@ void plan_worker_argv(const RunArgs& a, const HostFacts& facts, RunPlan& plan) {
     return;
   }
   plan.python_script = true;
-  std::string python = a.python;
-  if (python.empty()) {
-    auto it = facts.env.find(std::string(env::kPythonExec));
-    if (it != facts.env.end()) python = it->second;
-  }
-  argv = {python, "-u"};
+  argv = {named_interpreter(a.python, facts.env), "-u"};
   if (a.run_path) {
     // torchrun's run_script_path: sys.argv = [script, *args]; runpy.run_path(script, run_name="__main__").
     if (a.module || a.no_python)

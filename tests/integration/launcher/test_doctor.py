@@ -117,6 +117,27 @@ def test_false_and_torchless_python_fail_with_the_fix():
     check("No module named 'torch'" in text and "--python /usr/bin/python3" in text, f"python: {text}")
 
 
+def test_default_interpreter_is_the_one_run_chooses():
+    # Without --python and $PYTHON_EXEC, doctor checks the interpreter `run` would start: here the
+    # active virtualenv's python, which answers run's torch probe (find_spec) and fails doctor's.
+    with tempfile.TemporaryDirectory() as venv:
+        os.makedirs(os.path.join(venv, "bin"))
+        fake = os.path.join(venv, "bin", "python")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\ncase "$2" in *find_spec*) exit 0;; esac\nexit 7\n')
+        os.chmod(fake, 0o755)
+        r = doctor("--json", "--port", str(free_port()), env_extra={"VIRTUAL_ENV": venv},
+                   drop=("PYTHON_EXEC", "CONDA_PREFIX"))
+        by = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
+        py = by["python"]
+        check(py["details"]["interpreter"] == fake, f"doctor checked {py['details']} instead of {fake}")
+        check(py["status"] == "fail" and "exited with status 7" in py["finding"], f"python: {py}")
+        # $PYTHON_EXEC still wins, as in run.
+        r = doctor("--port", str(free_port()), env_extra={"VIRTUAL_ENV": venv, "PYTHON_EXEC": "/bin/false"})
+        status, text = one(lines_of(r), "python")
+        check(status == "fail" and "/bin/false" in text and fake not in text, f"python: {status} {text}")
+
+
 def test_stale_filestore_is_named_and_kept():
     with tempfile.TemporaryDirectory() as d:
         stale = os.path.join(d, "rdzv")
@@ -181,6 +202,7 @@ if __name__ == "__main__":
     run_tests([
         test_busy_port_fails_naming_this_process,
         test_false_and_torchless_python_fail_with_the_fix,
+        test_default_interpreter_is_the_one_run_chooses,
         test_stale_filestore_is_named_and_kept,
         test_omp_nofile_and_usage,
         test_hung_python_is_killed_at_the_timeout,

@@ -54,3 +54,10 @@ TEST_CASE("without torch anywhere: the first interpreter that exists, and a reas
   CHECK_FALSE(none.has_torch);
   CHECK(contains(none.reason, "no Python interpreter found"));
 }
+
+TEST_CASE("the named interpreter: --python, else $PYTHON_EXEC, else none (run and doctor then probe)") {
+  CHECK(named_interpreter("/opt/py", {{"PYTHON_EXEC", "/env/python"}}) == "/opt/py");
+  CHECK(named_interpreter("", {{"PYTHON_EXEC", "/env/python"}, {"VIRTUAL_ENV", "/venv"}}) == "/env/python");
+  CHECK(named_interpreter("", {{"PYTHON_EXEC", ""}}).empty());
+  CHECK(named_interpreter("", {{"VIRTUAL_ENV", "/venv"}}).empty());
+}
