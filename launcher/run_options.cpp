@@ -120,10 +120,11 @@ bool take_from_slurm(RunArgs& a, const HostFacts& facts, RunPlan& plan) {
   if (a.no_slurm) return false;
   auto task = slurm::read_slurm_env(facts.env);
   if (!task) return false;
+  const auto endpoint = parse_endpoint(a.rdzv_endpoint);
   slurm::ExplicitFlags flags{a.was_given("--nnodes"),
                              a.was_given("--node-rank"),
-                             a.was_given("--master-addr") || !a.rdzv_endpoint.empty(),
-                             a.was_given("--master-port") || a.rdzv_endpoint.find(':') != std::string::npos,
+                             a.was_given("--master-addr") || endpoint.has_value(),
+                             a.was_given("--master-port") || (endpoint && endpoint->port),
                              a.was_given("--rdzv-id"),
                              a.standalone};
   auto topo = slurm::plan_from_slurm(*task, flags);

@@ -274,6 +274,12 @@ TEST_CASE("Slurm: node count, node rank, store host and port, run id from SLURM_
   auto kept = plan({"--master-port", "29999", "--rdzv-id", "mine", "t.py"}, facts);
   CHECK(kept.config.master_port == 29999);
   CHECK(kept.config.run_id == "mine");
+  // An endpoint without a port leaves the port to Slurm, an IPv6 one in brackets too.
+  for (const char* endpoint : {"h9", "[::1]"}) {
+    CAPTURE(endpoint);
+    CHECK(plan({"--rdzv-endpoint", endpoint, "t.py"}, facts).config.master_port == slurm::port_for_job("77", "0"));
+  }
+  CHECK(plan({"--rdzv-endpoint", "[::1]:29999", "t.py"}, facts).config.master_port == 29999);
   auto outside = plan({"--no-slurm", "t.py"}, facts);
   CHECK(outside.config.plan.nnodes == 1);
   // c10d under srun: the endpoint every node joins at comes from Slurm too.
