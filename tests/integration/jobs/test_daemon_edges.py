@@ -114,6 +114,19 @@ def test_daemon_duration_flags_are_range_checked():
             check(out.returncode != 0 and flag in out.stderr, f"{flag} {value}: {out.returncode} {out.stderr}")
 
 
+def test_bad_listen_addresses_say_what_is_wrong():
+    # One HOST:PORT reader (common/net.hpp): '12x' was port 12, '::1:0' split at the last colon.
+    with tempfile.TemporaryDirectory() as tmp:
+        for value, why in [("127.0.0.1", "no port"), ("127.0.0.1:12x", "'12x' is not a port number (0..65535)"),
+                           ("127.0.0.1:70000", "'70000' is not a port number (0..65535)"),
+                           ("::1:0", "write an IPv6 host as [ADDR]"), (":0", "no host")]:
+            out = subprocess.run([DDP_LAUNCH, "daemon", "--state-dir", os.path.join(tmp, "s"), "--socket",
+                                  os.path.join(tmp, "d.sock"), "--listen", value],
+                                 capture_output=True, text=True, timeout=30)
+            check(out.returncode == 2 and f"--listen '{value}': {why}; give HOST:PORT" in out.stderr,
+                  f"--listen {value}: {out.returncode} {out.stderr}")
+
+
 def daemon_start(socket_path, state_dir):
     return subprocess.run([DDP_LAUNCH, "daemon", "--state-dir", state_dir, "--socket", socket_path],
                           capture_output=True, text=True, timeout=30)
@@ -299,6 +312,7 @@ if __name__ == "__main__":
                    test_batch_policy_gives_the_ranks_what_run_gives_them,
                    test_tcp_flood_leaves_the_unix_socket_serving,
                    test_a_tcp_cap_the_open_file_limit_cannot_hold_is_refused,
-                   test_daemon_duration_flags_are_range_checked])
+                   test_daemon_duration_flags_are_range_checked,
+                   test_bad_listen_addresses_say_what_is_wrong])
     finally:
         D.cleanup()
