@@ -716,6 +716,29 @@ class Supervisor {
       rdzv_->join();
       return;
     }
+    // The summary quotes each rank's last stderr lines: let the failed attempt's pipes drain
+    // first (briefly, as at the end of the job), then report and restart.
+    pending_restart_ = a;
+    drain_timer_.expires_after(std::chrono::milliseconds(500));
+    drain_timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) restart_after_drain();
+    });
+    maybe_restart_drained();
+  }
+
+  void maybe_restart_drained() {
+    if (!pending_restart_) return;
+    for (auto& w : workers_) {
+      if (w->out.open || w->err.open) return;
+    }
+    drain_timer_.cancel();
+    restart_after_drain();
+  }
+
+  void restart_after_drain() {
+    if (!pending_restart_) return;
+    const auto a = *pending_restart_;
+    pending_restart_.reset();
     report_failures(false);
     console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
@@ -735,6 +758,7 @@ class Supervisor {
 
   void perform(const action::Finish& a) {
     exit_code_ = a.exit_code;
+    pending_restart_.reset();  // a signal during the drain before a restart ends the job instead
     sweep();
     grace_timer_.cancel();
     backoff_timer_.cancel();
@@ -898,6 +922,7 @@ class Supervisor {
         if (auto last = s.lines.finish()) emit_line(w, s, console, std::move(*last));
         s.open = false;
         maybe_finish_drained();
+        maybe_restart_drained();
         return;
       }
       // The file gets the worker's bytes exactly (long lines, binary, a last line without newline).
@@ -1112,6 +1137,7 @@ class Supervisor {
   asio::steady_timer grace_timer_;
   asio::steady_timer backoff_timer_;
   asio::steady_timer drain_timer_;
+  std::optional<action::ArmBackoff> pending_restart_;  // waiting for the failed attempt's pipes to drain
   asio::steady_timer rendezvous_timer_;
   std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
