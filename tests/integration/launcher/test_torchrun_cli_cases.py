@@ -161,7 +161,6 @@ def test_launch_standalone():
 
 
 def test_launch_run_path():
-    # NEEDS --run-path (h-run's branch).
     with tempfile.TemporaryDirectory() as d:
         args = ["--run_path", "--nnodes=1", "--nproc_per_node=4", "--monitor_interval=1", "--start_method=spawn",
                 TOUCH, f"--touch_file_dir={d}"]
@@ -191,7 +190,6 @@ def test_min_max_nodes_parse():
 
 
 def test_is_torchelastic_launched():
-    # NEEDS --run-path (h-run's branch).
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "out")
         args = ["--run_path", "--nnodes=1", "--nproc_per_node=1", "--monitor_interval=1", LAUNCHED,
@@ -202,7 +200,6 @@ def test_is_torchelastic_launched():
 
 
 def test_init_method_tcp_with_torchelastic():
-    # NEEDS --run-path (h-run's branch).
     port = free_port()
     args = ["--run_path", "--nnodes=1", "--nproc_per_node=4", "--master_addr=localhost", f"--master_port={port}",
             "--monitor_interval=1", INIT, f"--init_method=tcp://localhost:{port}"]
@@ -212,7 +209,6 @@ def test_init_method_tcp_with_torchelastic():
 
 
 def test_init_method_env_with_torchelastic():
-    # NEEDS --run-path (h-run's branch).
     args = ["--run_path", "--nnodes=1", "--nproc_per_node=4", "--master_addr=localhost",
             f"--master_port={free_port()}", "--monitor_interval=1", INIT, "--init_method=env://"]
     r = launch(args)
