@@ -9,7 +9,7 @@ Differences, each for a reason:
   here: 2 for bad flags, 1 for a failed worker.
 - Left out: the cases that patch torch internals in-process (mocked agent, rendezvous handler,
   CUDA device count) or that run no launcher at all.
-- Cases marked NEEDS --run-path use torchrun's --run_path flag, which h-run's branch adds.
+- Four cases use torchrun's --run_path flag (runpy.run_path semantics).
 """
 import os
 import subprocess
