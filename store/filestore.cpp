@@ -334,25 +334,24 @@ std::string_view to_string(FileStoreVerdict verdict) {
   return "?";
 }
 
-FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev) {
-  FileStoreDiagnosis d;
-  auto& why = d.reasons;
-  if (!log.is_filestore()) {
-    d.verdict = FileStoreVerdict::NotFileStore;
-    why.push_back("not a c10d FileStore log: " + log.foreign_reason());
-    d.advice = "check the path: clean only removes files torch's FileStore wrote";
-    return d;
-  }
+namespace {
 
-  const auto& torn = log.torn_tail();
+// The processes that use the file, and which of them spin on its torn tail.
+struct FileStoreUsers {
   std::vector<pid_t> spinners;
   std::vector<pid_t> users;
-  auto add_user = [&](pid_t pid) {
+
+  void add(pid_t pid) {
     if (std::find(users.begin(), users.end(), pid) == users.end()) users.push_back(pid);
-  };
+  }
+};
+
+// One reason per process that holds a lock on it, has it open or names it, in that order.
+FileStoreUsers find_users(bool torn, const FileStoreEvidence& ev, std::vector<std::string>& why) {
+  FileStoreUsers found;
   for (const auto& h : ev.lock_holders) {
     if (torn && !h.exclusive) {
-      spinners.push_back(h.process.pid);
+      found.spinners.push_back(h.process.pid);
       why.push_back(fmt::format(
           "{} holds LOCK_SH on it and the last record is torn: a torch reader stuck in its replay loop, spinning at "
           "100% CPU; it never returns, ignores the store timeout, and blocks every writer",
@@ -361,20 +360,26 @@ FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev
       why.push_back(fmt::format("{} holds {} on it: a store operation is in progress", who(h.process),
                                 h.exclusive ? "LOCK_EX" : "LOCK_SH"));
     }
-    add_user(h.process.pid);
+    found.add(h.process.pid);
   }
   for (const auto& p : ev.open_by) {
     why.push_back(fmt::format("{} has it open", who(p)));
-    add_user(p.pid);
+    found.add(p.pid);
   }
   for (const auto& p : ev.named_in_argv) {
     why.push_back(fmt::format("{} names it in its command line", who(p)));
-    add_user(p.pid);
+    found.add(p.pid);
   }
   for (const auto& p : ev.named_in_env) {
     why.push_back(fmt::format("{} names it in its environment", who(p)));
-    add_user(p.pid);
+    found.add(p.pid);
   }
+  return found;
+}
+
+// The facts that are no single process: the lock probe, a change while checking, the torn tail,
+// the file's age, and what could not be inspected.
+void note_circumstances(const FileStoreLog& log, const FileStoreEvidence& ev, std::vector<std::string>& why) {
   if (ev.lock_refused) {
     why.push_back(fmt::format(
         "an exclusive flock was still refused after {} ms, yet no process visible here holds one: a user in another "
@@ -384,7 +389,7 @@ FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev
   if (ev.changed_while_checking) {
     why.push_back("it was written to or replaced while being checked: something is using it right now");
   }
-  if (torn) why.push_back("torn tail " + torn->describe());
+  if (const auto& torn = log.torn_tail()) why.push_back("torn tail " + torn->describe());
   if (ev.since_last_write) {
     why.push_back(fmt::format("last written {:.1f} s ago", static_cast<double>(ev.since_last_write->count()) / 1000.0));
   }
@@ -393,26 +398,29 @@ FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev
         fmt::format("the environment of {} could not be read (not permitted), so whether they name it is unknown",
                     plural(ev.uninspectable, "process", "processes")));
   }
+}
 
-  if (!spinners.empty()) {
-    d.verdict = FileStoreVerdict::StuckReader;
-    d.advice = fmt::format(
+// StuckReader or InUse with its advice; nullopt when nothing uses the file.
+std::optional<FileStoreVerdict> verdict_in_use(const FileStoreUsers& found, const FileStoreEvidence& ev,
+                                               std::string& advice) {
+  if (!found.spinners.empty()) {
+    advice = fmt::format(
         "the job reading it can never make progress: stop it (kill {}), then run clean again to remove the file",
-        pids(spinners));
-    return d;
+        pids(found.spinners));
+    return FileStoreVerdict::StuckReader;
   }
-  if (!users.empty() || ev.lock_refused || ev.changed_while_checking) {
-    d.verdict = FileStoreVerdict::InUse;
-    d.advice = users.empty()
-                   ? std::string("leave it; if its job is gone, run clean again once nothing holds the lock")
-                   : fmt::format(
-                         "leave it; if that job is dead or hung, stop it first (kill {}), then run clean again, or "
-                         "give the next run its own path",
-                         pids(users));
-    return d;
-  }
+  if (found.users.empty() && !ev.lock_refused && !ev.changed_while_checking) return std::nullopt;
+  advice = found.users.empty()
+               ? std::string("leave it; if its job is gone, run clean again once nothing holds the lock")
+               : fmt::format(
+                     "leave it; if that job is dead or hung, stop it first (kill {}), then run clean again, or "
+                     "give the next run its own path",
+                     pids(found.users));
+  return FileStoreVerdict::InUse;
+}
 
-  why.insert(why.begin(), "no process has it open, holds a lock on it, or names it in its command line or environment");
+// Why a file nothing uses is left over, read from its own records.
+void note_leftover_state(const FileStoreLog& log, std::vector<std::string>& why) {
   const auto& cleanup = log.cleanup();
   if (log.size() == 0) {
     why.push_back("it is empty: a run was stopped between creating the file and writing its first record");
@@ -434,6 +442,29 @@ FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev
         "waits out its timeout (30 min by default), gloo dials dead peers, and a stale cleanup/ lets the first "
         "finisher delete the file under its peers");
   }
+}
+
+}  // namespace
+
+FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev) {
+  FileStoreDiagnosis d;
+  auto& why = d.reasons;
+  if (!log.is_filestore()) {
+    d.verdict = FileStoreVerdict::NotFileStore;
+    why.push_back("not a c10d FileStore log: " + log.foreign_reason());
+    d.advice = "check the path: clean only removes files torch's FileStore wrote";
+    return d;
+  }
+  const bool torn = log.torn_tail().has_value();
+  const auto found = find_users(torn, ev, why);
+  note_circumstances(log, ev, why);
+  if (auto verdict = verdict_in_use(found, ev, d.advice)) {
+    d.verdict = *verdict;
+    return d;
+  }
+
+  why.insert(why.begin(), "no process has it open, holds a lock on it, or names it in its command line or environment");
+  note_leftover_state(log, why);
   if (torn) {
     d.verdict = FileStoreVerdict::Torn;
     why.push_back("every torch reader of a torn file spins at 100% CPU forever holding LOCK_SH");

@@ -171,43 +171,138 @@ struct Scan {
   }
 };
 
-}  // namespace
+// Marks the report Refused with `problem` (what is wrong and how to fix it).
+CleanReport& refuse(CleanReport& report, std::string problem) {
+  report.outcome = CleanOutcome::Refused;
+  report.problem = std::move(problem);
+  return report;
+}
 
-CleanReport FileStoreCleaner::clean(const fs::path& path) const {
-  CleanReport report;
-  report.path = path;
-  auto refuse = [&](std::string problem) {
-    report.outcome = CleanOutcome::Refused;
-    report.problem = std::move(problem);
-    return report;
-  };
-
+// Resolves report.path to report.file (absolute, symlinks resolved) and `absolute` (as given, made
+// absolute). False when the report is already final: nothing there, or not something clean may touch.
+bool locate(CleanReport& report, fs::path& absolute) {
   std::error_code ec;
-  auto absolute = fs::absolute(path, ec).lexically_normal();
+  absolute = fs::absolute(report.path, ec).lexically_normal();
   auto status = fs::symlink_status(absolute, ec);
   if (ec || status.type() == fs::file_type::not_found) {
     if (ec && ec != std::errc::no_such_file_or_directory) {
-      return refuse(fmt::format("cannot look at it: {}; check the path and its directory permissions", ec.message()));
+      refuse(report, fmt::format("cannot look at it: {}; check the path and its directory permissions", ec.message()));
+      return false;
     }
     report.outcome = CleanOutcome::Absent;
-    return report;
+    return false;
   }
   report.file = fs::canonical(absolute, ec);
   if (ec) {
     // A dangling symlink: torch would create the target on its first write; nothing to clean.
     report.outcome = CleanOutcome::Absent;
-    return report;
+    return false;
   }
   if (fs::is_directory(report.file)) {
-    return refuse("it is a directory; give the FileStore file itself (the path after file:// in init_method)");
+    refuse(report, "it is a directory; give the FileStore file itself (the path after file:// in init_method)");
+    return false;
   }
   if (!fs::is_regular_file(report.file)) {
-    return refuse("it is not a regular file, so torch's FileStore did not write it; check the path");
+    refuse(report, "it is not a regular file, so torch's FileStore did not write it; check the path");
+    return false;
   }
+  return true;
+}
+
+// Parses `bytes` into report.log; false (Refused, with the diagnosis where there is one) when they
+// are no evidence of a c10d FileStore.
+bool read_as_filestore(CleanReport& report, const std::string& bytes, bool empty_is_filestore) {
+  report.log = FileStoreLog::parse(bytes);
+  if (bytes.empty() && !empty_is_filestore) {
+    report.empty_unproven = true;
+    refuse(report,
+           "it is empty, and an empty file is no evidence of a c10d FileStore (torch writes a record as soon as it "
+           "opens one); left untouched");
+    return false;
+  }
+  if (!report.log->is_filestore()) {
+    report.diagnosis = diagnose(*report.log, {});
+    refuse(report, fmt::format("it is not a c10d FileStore file ({}); left untouched — check the path",
+                               report.log->foreign_reason()));
+    return false;
+  }
+  return true;
+}
+
+// Who uses the file, seen from outside it: under the path as given and as resolved (symlinks),
+// since processes may name either; and how long ago it was last written.
+FileStoreEvidence gather_evidence(const Scan& scan, const CleanReport& report, const fs::path& absolute,
+                                  const FileId& id) {
+  std::vector<fs::path> names{report.file};
+  if (absolute != report.file) names.push_back(absolute);
+  FileStoreEvidence ev;
+  scan.gather(report.file, names, id, ev);
+  std::error_code ec;
+  auto mtime = fs::last_write_time(report.file, ec);
+  if (!ec) {
+    auto age = fs::file_time_type::clock::now() - mtime;
+    ev.since_last_write = std::chrono::duration_cast<std::chrono::milliseconds>(age);
+  }
+  return ev;
+}
+
+// Decided "stale" from outside; confirm under the exclusive lock, which waits out any store
+// operation in progress, so a half-written record of a live writer is not mistaken for a torn tail.
+// True when the file is still removable; the lock stays held (it drops with `fd`).
+bool confirm_under_lock(int fd, const FileId& id, const std::string& first_bytes, const Scan& scan,
+                        const CleanOptions& options, FileStoreEvidence& ev, CleanReport& report) {
+  if (!lock_exclusive_within(fd, options.lock_timeout, options.lock_retry)) {
+    ev.lock_holders = scan.lock_holders(id);
+    ev.lock_refused = ev.lock_holders.empty();
+    ev.lock_deadline = options.lock_timeout;
+    report.diagnosis = diagnose(*report.log, ev);
+    return false;
+  }
+  struct stat now {};
+  if (::stat(report.file.c_str(), &now) != 0 || !(FileId{now.st_dev, now.st_ino} == id)) {
+    ev.changed_while_checking = true;
+  } else {
+    auto second = read_all(fd);
+    if (!second.error.empty()) {
+      refuse(report, fmt::format("cannot read it under the lock: {}", second.error));
+      return false;
+    }
+    if (second.bytes != first_bytes) {
+      ev.changed_while_checking = true;
+      report.log = FileStoreLog::parse(second.bytes);
+    }
+  }
+  report.diagnosis = diagnose(*report.log, ev);
+  return report.diagnosis->removable();
+}
+
+// The last step, under the lock: unlinked while it is held, anyone who opens the path afterwards
+// gets a fresh file.
+CleanReport& remove_confirmed(CleanReport& report, bool dry_run) {
+  if (dry_run) {
+    report.outcome = CleanOutcome::WouldRemove;
+    return report;
+  }
+  if (::unlink(report.file.c_str()) != 0) {
+    report.problem = fmt::format("could not remove it: {}; it needs write permission on {}", std::strerror(errno),
+                                 report.file.parent_path().string());
+    return report;
+  }
+  report.outcome = CleanOutcome::Removed;
+  return report;
+}
+
+}  // namespace
+
+CleanReport FileStoreCleaner::clean(const fs::path& path) const {
+  CleanReport report;
+  report.path = path;
+  fs::path absolute;
+  if (!locate(report, absolute)) return report;
 
   const int fd = ::open(report.file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return refuse(fmt::format("cannot open it: {}; run as its owner or as root", std::strerror(errno)));
+    return refuse(report, fmt::format("cannot open it: {}; run as its owner or as root", std::strerror(errno)));
   }
   struct FdCloser {
     int fd;
@@ -218,71 +313,16 @@ CleanReport FileStoreCleaner::clean(const fs::path& path) const {
   ::fstat(fd, &st);
   const FileId id{st.st_dev, st.st_ino};
   auto first = read_all(fd);
-  if (!first.error.empty()) return refuse(fmt::format("cannot read it: {}", first.error));
-  report.log = FileStoreLog::parse(first.bytes);
-  if (first.bytes.empty() && !options_.empty_is_filestore) {
-    report.empty_unproven = true;
-    return refuse(
-        "it is empty, and an empty file is no evidence of a c10d FileStore (torch writes a record as soon as it "
-        "opens one); left untouched");
-  }
-  if (!report.log->is_filestore()) {
-    report.diagnosis = diagnose(*report.log, {});
-    return refuse(fmt::format("it is not a c10d FileStore file ({}); left untouched — check the path",
-                              report.log->foreign_reason()));
-  }
+  if (!first.error.empty()) return refuse(report, fmt::format("cannot read it: {}", first.error));
+  if (!read_as_filestore(report, first.bytes, options_.empty_is_filestore)) return report;
 
-  // The path as given can differ from the resolved one (symlinks); processes may name either.
-  std::vector<fs::path> names{report.file};
-  if (absolute != report.file) names.push_back(absolute);
   const Scan scan{not_users_, not_referencers_};
-  FileStoreEvidence ev;
-  scan.gather(report.file, names, id, ev);
-  {
-    auto mtime = fs::last_write_time(report.file, ec);
-    if (!ec) {
-      auto age = fs::file_time_type::clock::now() - mtime;
-      ev.since_last_write = std::chrono::duration_cast<std::chrono::milliseconds>(age);
-    }
-  }
+  FileStoreEvidence ev = gather_evidence(scan, report, absolute, id);
   report.diagnosis = diagnose(*report.log, ev);
   report.outcome = CleanOutcome::Kept;
   if (!report.diagnosis->removable()) return report;
-
-  // Decided "stale" from outside; confirm under the exclusive lock, which waits out any store
-  // operation in progress, so a half-written record of a live writer is not mistaken for a torn tail.
-  if (!lock_exclusive_within(fd, options_.lock_timeout, options_.lock_retry)) {
-    ev.lock_holders = scan.lock_holders(id);
-    ev.lock_refused = ev.lock_holders.empty();
-    ev.lock_deadline = options_.lock_timeout;
-    report.diagnosis = diagnose(*report.log, ev);
-    return report;
-  }
-  struct stat now {};
-  if (::stat(report.file.c_str(), &now) != 0 || !(FileId{now.st_dev, now.st_ino} == id)) {
-    ev.changed_while_checking = true;
-  } else {
-    auto second = read_all(fd);
-    if (!second.error.empty()) return refuse(fmt::format("cannot read it under the lock: {}", second.error));
-    if (second.bytes != first.bytes) {
-      ev.changed_while_checking = true;
-      report.log = FileStoreLog::parse(second.bytes);
-    }
-  }
-  report.diagnosis = diagnose(*report.log, ev);
-  if (!report.diagnosis->removable()) return report;
-  if (options_.dry_run) {
-    report.outcome = CleanOutcome::WouldRemove;
-    return report;
-  }
-  // Unlink while holding the lock: anyone who opens the path afterwards gets a fresh file.
-  if (::unlink(report.file.c_str()) != 0) {
-    report.problem = fmt::format("could not remove it: {}; it needs write permission on {}", std::strerror(errno),
-                                 report.file.parent_path().string());
-    return report;
-  }
-  report.outcome = CleanOutcome::Removed;
-  return report;
+  if (!confirm_under_lock(fd, id, first.bytes, scan, options_, ev, report)) return report;
+  return remove_confirmed(report, options_.dry_run);
 }
 
 CleanReport prepare_filestore_path(const fs::path& path, const CleanOptions& given) {
