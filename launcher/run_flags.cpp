@@ -8,6 +8,8 @@ namespace ddp::launcher {
 namespace {
 
 void add_torchrun_flags(CLI::App* sub, RunArgs& a);
+void add_torchrun_rdzv_flags(CLI::App* sub, RunArgs& a);
+void add_store_and_output_flags(CLI::App* sub, RunArgs& a);
 void add_our_flags(CLI::App* sub, RunArgs& a);
 void add_torchrun_extras(CLI::App* sub, RunArgs& a);
 
@@ -17,6 +19,8 @@ std::shared_ptr<RunArgs> add_run_options(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto& a = *args;
   add_torchrun_flags(&app, a);
+  add_torchrun_rdzv_flags(&app, a);
+  add_store_and_output_flags(&app, a);
   add_our_flags(&app, a);
   add_torchrun_extras(&app, a);
   return args;
@@ -24,7 +28,7 @@ std::shared_ptr<RunArgs> add_run_options(CLI::App& app) {
 
 namespace {
 
-// torchrun 1.13's flags (and their PET_* variables).
+// torchrun 1.13's flags (and their PET_* variables): the node, its ranks and the program.
 void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--nproc-per-node,--nproc_per_node", a.nproc_per_node, "Ranks on this node: N, cpu, gpu or auto")
       ->envname("PET_NPROC_PER_NODE")
@@ -55,6 +59,10 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
   sub->add_flag("-m,--module", a.module, "Run a Python module (python -m)")->envname("PET_MODULE");
   sub->add_option("--start-method,--start_method", a.start_method, "Accepted for torchrun compatibility")
       ->envname("PET_START_METHOD");
+}
+
+// torchrun 1.13's rendezvous flags, and the signals it forwards.
+void add_torchrun_rdzv_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--rdzv-backend,--rdzv_backend", a.rdzv_backend,
                   "static (--node-rank, node 0 hosts the store) or c10d (dynamic: nodes join rounds, "
                   "--nnodes MIN:MAX)")
@@ -76,6 +84,11 @@ void add_torchrun_flags(CLI::App* sub, RunArgs& a) {
                   "Signals forwarded to every worker group")
       ->envname("PET_SIGNALS_TO_HANDLE")
       ->capture_default_str();
+}
+
+// Where the workers' store lives (--store), where their output goes (torchrun's -r/-t), and how long an
+// attempt may take to reach the store and to stop.
+void add_store_and_output_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--store", a.store,
                   "agent: we host the store; rank0: the script's rank 0 hosts it; file: a FileStore file "
                   "({filestore_url}, $DDP_FILESTORE_PATH)")
