@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <variant>
 
 #include "common/error.hpp"
 #include "common/signals.hpp"
@@ -168,113 +169,153 @@ std::string this_executable() {
   return ec ? std::string() : exe.string();
 }
 
+// The options that fill the script's fields, in --help order: #SBATCH lines, and the launcher.
+struct ScriptOption {
+  const char* name;
+  std::variant<std::string launcher::SbatchScript::*, std::vector<std::string> launcher::SbatchScript::*> field;
+  const char* help;
+};
+using S = launcher::SbatchScript;
+const ScriptOption kScriptOptions[] = {
+    {"--job-name", &S::job_name, "Job name (default: the script's name)"},
+    {"--output", &S::output, "Job output file, Slurm patterns allowed (default: %x-%j.out)"},
+    {"--time", &S::time, "Time limit, e.g. 30 or 02:00:00 (default: the partition's)"},
+    {"--partition", &S::partition, "Partition"},
+    {"--account", &S::account, "Account"},
+    {"--qos", &S::qos, "Quality of service"},
+    {"--chdir", &S::chdir, "Working directory of the job (default: where sbatch runs)"},
+    {"--sbatch-arg", &S::extra, "Any other sbatch option, one per use: --sbatch-arg=--exclusive"},
+    {"--launcher", &S::launcher, "ddp-launch on the compute nodes (default: this binary)"},
+};
+
+void add_script_options(CLI::App& sub, launcher::SbatchScript& s) {
+  for (const auto& o : kScriptOptions) {
+    std::visit([&](auto field) { sub.add_option(o.name, s.*field, o.help)->group("Slurm options (#SBATCH lines)"); },
+               o.field);
+  }
+}
+
+// --output-script, --submit and --wait: where the script goes. Returns --wait's option.
+CLI::Option* add_delivery_options(CLI::App& sub, SbatchArgs& a) {
+  sub.add_option("--output-script", a.output_script, "Write the script to FILE (default: stdout)");
+  sub.add_flag("--submit", a.submit, "Submit it with `sbatch --parsable` and print the job id");
+  auto* wait_opt = sub.add_flag("--wait", a.wait,
+                                "With --submit: follow the job to its end (its output to stdout), exit with its "
+                                "status; Ctrl-C cancels it");
+  sub.add_option("--wait-timeout", a.wait_timeout, "Seconds to follow with --wait before giving up (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub.add_option("--submit-timeout", a.submit_timeout, "Seconds to wait for sbatch to answer")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  return wait_opt;
+}
+
+// Everything from the script on is the job's command line.
+void end_options_at_script(CLI::App& sub) {
+  sub.prefix_command();
+  // "--" before the script: CLI11 hands it back to the parent app unless the subcommand still has a
+  // positional to fill. This hidden one never accepts a value (validate_positionals), so "--" and
+  // everything after it land in remaining(), as a script found by prefix_command() does.
+  sub.validate_positionals();
+  sub.add_option("end_of_options")
+      ->check(CLI::Validator([](const std::string&) { return std::string("never"); }, ""))
+      ->group("");
+  sub.footer(
+      "Usage: ddp-launch sbatch [sbatch options] [run options] SCRIPT [script args...]\n"
+      "--nnodes N (or MIN:MAX) becomes #SBATCH --nodes; each node's rank, the store host and port come from Slurm.");
+}
+
+// The script and its arguments: what follows the options, without a leading "--".
+std::vector<std::string> script_command(const CLI::App& sub) {
+  auto command = sub.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty()) throw UsageError("no training script given: ddp-launch sbatch [options] SCRIPT [args...]");
+  return command;
+}
+
+// The run options given on the command line, in the order run declares them; the last value wins.
+std::vector<launcher::GivenRunOption> given_run_options(const std::vector<MirroredOption>& mirrored) {
+  std::vector<launcher::GivenRunOption> given;
+  for (const auto& m : mirrored) {
+    if (m.option->count() == 0) continue;
+    given.push_back({m.name, m.flag, m.flag ? std::string() : m.option->results().back()});
+  }
+  return given;
+}
+
+// A fresh file for a script that is only submitted (no --output-script).
+std::string temporary_script_path() {
+  char name[] = "/tmp/ddp-launch-sbatch-XXXXXX";
+  int fd = ::mkstemp(name);
+  if (fd < 0) throw Error(fmt::format("cannot create a temporary script file: {}", std::strerror(errno)));
+  ::close(fd);
+  return name;
+}
+
+void write_script(const std::string& path, const std::string& text) {
+  {
+    std::ofstream f(path, std::ios::trunc);
+    f << text;
+    if (!f.flush()) throw UsageError(fmt::format("--output-script {}: cannot write it", path));
+  }
+  ::chmod(path.c_str(), 0755);
+}
+
+// sbatch --parsable; the temporary script (empty: none) is removed whatever the outcome.
+std::string submit(const std::string& path, const std::string& temp, double timeout_s) {
+  std::string id;
+  try {
+    id = launcher::slurm::submit_batch_script(path, std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+  } catch (...) {
+    if (!temp.empty()) std::filesystem::remove(temp);
+    throw;
+  }
+  if (!temp.empty()) std::filesystem::remove(temp);
+  return id;
+}
+
+// The script to stdout, to --output-script, or to sbatch (--submit, then --wait follows the job).
+int deliver(const SbatchArgs& a, const std::string& text) {
+  std::string path = a.output_script;
+  std::string temp;
+  if (path.empty() && a.submit) path = temp = temporary_script_path();
+  if (path.empty()) {
+    std::cout << text << std::flush;
+    return 0;
+  }
+  write_script(path, text);
+  if (!a.submit) {
+    spdlog::info("wrote {} (submit it with: sbatch {})", path, path);
+    return 0;
+  }
+  const std::string id = submit(path, temp, a.submit_timeout);
+  std::cout << id << std::endl;
+  spdlog::info("submitted Slurm job {} ({} node(s)); follow it with `scontrol -o show job {}`", id, a.script.nodes,
+               id);
+  if (a.wait) return follow_job(id, a.wait_timeout);
+  return 0;
+}
+
 }  // namespace
 
 Command add_sbatch_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "sbatch", "Write (or --submit) an sbatch script that runs `ddp-launch run` once per node with these options");
   auto a = std::make_shared<SbatchArgs>();
-  auto& s = a->script;
-  const char* group = "Slurm options (#SBATCH lines)";
-  sub->add_option("--job-name", s.job_name, "Job name (default: the script's name)")->group(group);
-  sub->add_option("--output", s.output, "Job output file, Slurm patterns allowed (default: %x-%j.out)")->group(group);
-  sub->add_option("--time", s.time, "Time limit, e.g. 30 or 02:00:00 (default: the partition's)")->group(group);
-  sub->add_option("--partition", s.partition, "Partition")->group(group);
-  sub->add_option("--account", s.account, "Account")->group(group);
-  sub->add_option("--qos", s.qos, "Quality of service")->group(group);
-  sub->add_option("--chdir", s.chdir, "Working directory of the job (default: where sbatch runs)")->group(group);
-  sub->add_option("--sbatch-arg", s.extra, "Any other sbatch option, one per use: --sbatch-arg=--exclusive")
-      ->group(group);
-  sub->add_option("--launcher", s.launcher, "ddp-launch on the compute nodes (default: this binary)")->group(group);
-  sub->add_option("--output-script", a->output_script, "Write the script to FILE (default: stdout)");
-  sub->add_flag("--submit", a->submit, "Submit it with `sbatch --parsable` and print the job id");
-  auto* wait_opt = sub->add_flag("--wait", a->wait,
-                                 "With --submit: follow the job to its end (its output to stdout), exit with its "
-                                 "status; Ctrl-C cancels it");
-  sub->add_option("--wait-timeout", a->wait_timeout, "Seconds to follow with --wait before giving up (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  sub->add_option("--submit-timeout", a->submit_timeout, "Seconds to wait for sbatch to answer")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_script_options(*sub, a->script);
+  auto* wait_opt = add_delivery_options(*sub, *a);
   a->run_options = mirror_run_options(*sub);
-  sub->prefix_command();
-  // "--" before the script: CLI11 hands it back to the parent app unless the subcommand still has a
-  // positional to fill. This hidden one never accepts a value (validate_positionals), so "--" and
-  // everything after it land in remaining(), as a script found by prefix_command() does.
-  sub->validate_positionals();
-  sub->add_option("end_of_options")
-      ->check(CLI::Validator([](const std::string&) { return std::string("never"); }, ""))
-      ->group("");
-  sub->footer(
-      "Usage: ddp-launch sbatch [sbatch options] [run options] SCRIPT [script args...]\n"
-      "--nnodes N (or MIN:MAX) becomes #SBATCH --nodes; each node's rank, the store host and port come from Slurm.");
+  end_options_at_script(*sub);
 
   auto run = [a, sub, wait_opt]() -> int {
     auto& script = a->script;
     if (wait_opt->count() > 0 && !a->submit) throw UsageError("--wait follows a submitted job: add --submit");
-    script.command = sub->remaining();
-    if (!script.command.empty() && script.command.front() == "--") script.command.erase(script.command.begin());
-    if (script.command.empty()) {
-      throw UsageError("no training script given: ddp-launch sbatch [options] SCRIPT [args...]");
-    }
-    script.run_options.clear();
-    for (const auto& m : a->run_options) {
-      if (m.option->count() == 0) continue;
-      if (m.name == "--nnodes") {
-        script.nodes = launcher::sbatch_nodes(m.option->results().back());
-        continue;  // under srun each supervisor takes the node count from Slurm
-      }
-      if (m.name == "--node-rank") {
-        throw UsageError("--node-rank: under sbatch every node takes its rank from Slurm (SLURM_NODEID); drop it");
-      }
-      if (m.flag) {
-        script.run_options.push_back(m.name);
-      } else {
-        script.run_options.push_back(m.name);
-        script.run_options.push_back(m.option->results().back());
-      }
-    }
+    script.command = script_command(*sub);
+    launcher::set_run_options(script, given_run_options(a->run_options));
     check_run_args(script.run_options, script.command, script.nodes);
     if (script.launcher.empty()) script.launcher = this_executable();
-    const std::string text = launcher::render_sbatch_script(script);
-
-    std::string path = a->output_script;
-    std::string temp;
-    if (path.empty() && a->submit) {
-      char name[] = "/tmp/ddp-launch-sbatch-XXXXXX";
-      int fd = ::mkstemp(name);
-      if (fd < 0) throw Error(fmt::format("cannot create a temporary script file: {}", std::strerror(errno)));
-      ::close(fd);
-      path = temp = name;
-    }
-    if (path.empty()) {
-      std::cout << text << std::flush;
-      return 0;
-    }
-    {
-      std::ofstream f(path, std::ios::trunc);
-      f << text;
-      if (!f.flush()) throw UsageError(fmt::format("--output-script {}: cannot write it", path));
-    }
-    ::chmod(path.c_str(), 0755);
-    if (!a->submit) {
-      spdlog::info("wrote {} (submit it with: sbatch {})", path, path);
-      return 0;
-    }
-    std::string id;
-    try {
-      id = launcher::slurm::submit_batch_script(path,
-                                                std::chrono::milliseconds(static_cast<long>(a->submit_timeout * 1000)));
-    } catch (...) {
-      if (!temp.empty()) std::filesystem::remove(temp);
-      throw;
-    }
-    if (!temp.empty()) std::filesystem::remove(temp);
-    std::cout << id << std::endl;
-    spdlog::info("submitted Slurm job {} ({} node(s)); follow it with `scontrol -o show job {}`", id, script.nodes, id);
-    if (a->wait) return follow_job(id, a->wait_timeout);
-    return 0;
+    return deliver(*a, launcher::render_sbatch_script(script));
   };
   return {sub, run};
 }

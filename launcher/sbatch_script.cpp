@@ -48,6 +48,21 @@ std::string sbatch_nodes(std::string_view nnodes) {
   return fmt::format("{}-{}", lo, hi);
 }
 
+void set_run_options(SbatchScript& s, const std::vector<GivenRunOption>& given) {
+  s.run_options.clear();
+  for (const auto& o : given) {
+    if (o.name == "--nnodes") {
+      s.nodes = sbatch_nodes(o.value);
+      continue;
+    }
+    if (o.name == "--node-rank") {
+      throw UsageError("--node-rank: under sbatch every node takes its rank from Slurm (SLURM_NODEID); drop it");
+    }
+    s.run_options.push_back(o.name);
+    if (!o.flag) s.run_options.push_back(o.value);
+  }
+}
+
 std::string job_name_from_script(std::string_view script) {
   auto slash = script.rfind('/');
   if (slash != std::string_view::npos) script.remove_prefix(slash + 1);

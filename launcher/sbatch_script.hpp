@@ -26,6 +26,19 @@ struct SbatchScript {
   std::map<std::string, std::string> env;
 };
 
+// A `run` option given to `ddp-launch sbatch`, as run spells it: "--max-restarts" with its value,
+// or a flag (no value).
+struct GivenRunOption {
+  std::string name;
+  bool flag = false;
+  std::string value;
+};
+
+// Puts the run options, in order, into s.run_options, except --nnodes, which becomes s.nodes
+// (under srun every supervisor takes the node count from Slurm). Throws UsageError for --node-rank
+// (every node takes its rank from Slurm) and for an --nnodes that is not N or MIN:MAX.
+void set_run_options(SbatchScript& s, const std::vector<GivenRunOption>& given);
+
 // Throws UsageError when a value would break the script (a newline, whitespace in a directive
 // value) or something required is missing (launcher, a script to run).
 std::string render_sbatch_script(const SbatchScript& s);

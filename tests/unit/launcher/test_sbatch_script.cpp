@@ -110,3 +110,28 @@ TEST_CASE("sbatch script: env is exported before srun, quoted; a bad name is ref
   s.env = {{"1BAD", "x"}};
   CHECK_THROWS_AS(render_sbatch_script(s), ddp::UsageError);
 }
+
+TEST_CASE("sbatch run options: passed on in order, flags without a value; --nnodes becomes #SBATCH --nodes") {
+  SbatchScript s;
+  s.run_options = {"--left-over"};
+  set_run_options(s, {{"--nproc-per-node", false, "2"},
+                      {"--nnodes", false, "2:4"},
+                      {"--standalone", true, ""},
+                      {"--max-restarts", false, "3"}});
+  CHECK(s.nodes == "2-4");
+  CHECK(s.run_options == std::vector<std::string>{"--nproc-per-node", "2", "--standalone", "--max-restarts", "3"});
+
+  SbatchScript none;
+  set_run_options(none, {});
+  CHECK(none.nodes == "1");
+  CHECK(none.run_options.empty());
+}
+
+TEST_CASE("sbatch run options: --node-rank and a bad --nnodes are usage errors naming the option") {
+  SbatchScript s;
+  CHECK_THROWS_WITH_AS(set_run_options(s, {{"--node-rank", false, "1"}}),
+                       doctest::Contains("--node-rank: under sbatch every node takes its rank from Slurm"),
+                       ddp::UsageError);
+  CHECK_THROWS_WITH_AS(set_run_options(s, {{"--nnodes", false, "4:2"}}), doctest::Contains("--nnodes '4:2'"),
+                       ddp::UsageError);
+}
