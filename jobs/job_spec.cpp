@@ -123,19 +123,30 @@ void read_command(Reader& r, const YAML::Node& n, JobSpec& spec) {
   }
 }
 
-void read_env(Reader& r, const YAML::Node& n, JobSpec& spec) {
+// A mapping whose keys are names ([A-Za-z_][A-Za-z0-9_]*: env's variables, metrics' names); every
+// bad key is a problem, and `read` takes each good key with its value. `shape` shows an entry,
+// `key_kind` says what a key is.
+void read_named_entries(Reader& r, const YAML::Node& n, const std::string& section, std::string_view shape,
+                        std::string_view key_kind,
+                        const std::function<void(const std::string&, const YAML::Node&)>& read) {
   if (!n.IsMap()) {
-    r.problem(n, fmt::format("env must be a mapping NAME: value, not {}", kind_name(n)));
+    r.problem(n, fmt::format("{} must be a mapping {}, not {}", section, shape, kind_name(n)));
     return;
   }
   for (auto it = n.begin(); it != n.end(); ++it) {
     auto key = it->first.IsScalar() ? it->first.Scalar() : "";
     if (!valid_env_name(key)) {
-      r.problem(it->first, fmt::format("env: '{}' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", key));
+      r.problem(it->first, fmt::format("{}: '{}' is not a {} ([A-Za-z_][A-Za-z0-9_]*)", section, key, key_kind));
       continue;
     }
-    if (auto v = r.string(it->second, "env." + key, "a string, number or boolean")) spec.env[key] = *v;
+    read(key, it->second);
   }
+}
+
+void read_env(Reader& r, const YAML::Node& n, JobSpec& spec) {
+  read_named_entries(r, n, "env", "NAME: value", "variable name", [&](const std::string& key, const YAML::Node& v) {
+    if (auto x = r.string(v, "env." + key, "a string, number or boolean")) spec.env[key] = *x;
+  });
 }
 
 void read_resources(Reader& r, const YAML::Node& n, JobSpec& spec) {
@@ -281,18 +292,10 @@ void read_limits(Reader& r, const YAML::Node& n, JobSpec& spec) {
 }
 
 void read_metrics(Reader& r, const YAML::Node& n, JobSpec& spec) {
-  if (!n.IsMap()) {
-    r.problem(n, fmt::format("metrics must be a mapping name: 'regex with one (group)', not {}", kind_name(n)));
-    return;
-  }
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    auto key = it->first.IsScalar() ? it->first.Scalar() : "";
-    if (!valid_env_name(key)) {
-      r.problem(it->first, fmt::format("metrics: '{}' is not a metric name ([A-Za-z_][A-Za-z0-9_]*)", key));
-      continue;
-    }
-    if (auto x = r.regex(it->second, "metrics." + key, 1)) spec.metrics[key] = *x;
-  }
+  read_named_entries(r, n, "metrics", "name: 'regex with one (group)'", "metric name",
+                     [&](const std::string& key, const YAML::Node& v) {
+                       if (auto x = r.regex(v, "metrics." + key, 1)) spec.metrics[key] = *x;
+                     });
 }
 
 void read_slurm(Reader& r, const YAML::Node& n, JobSpec& spec) {

@@ -120,6 +120,28 @@ TEST_CASE("wrong types name the expected form") {
   });
 }
 
+TEST_CASE("env: and metrics: are mappings of names to values, each name checked, every bad one reported") {
+  check_problems({
+      {"env: [A, B]\n", "job.yaml:3:6: env must be a mapping NAME: value, not a list"},
+      {"env: {1A: x}\n", "job.yaml:3:7: env: '1A' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"},
+      {"env: {A-B: x}\n", "env: 'A-B' is not a variable name"},
+      {"env: {A: [x]}\n", "job.yaml:3:10: env.A must be a string, number or boolean, not a list"},
+      {"metrics: x\n", "job.yaml:3:10: metrics must be a mapping name: 'regex with one (group)', not a scalar"},
+      {"metrics: {2loss: 'l=([0-9]+)'}\n",
+       "job.yaml:3:11: metrics: '2loss' is not a metric name ([A-Za-z_][A-Za-z0-9_]*)"},
+      {"metrics: {loss: [x]}\n", "metrics.loss must be a regular expression (RE2 syntax), not a list"},
+  });
+  auto e = error_of("name: a\ncommand: [x]\nenv: {1A: x, B.C: y, D: z}\nmetrics: {-m: 'x=([0-9]+)', ok: 'y=([0-9]+)'}\n");
+  CHECK(contains(e, "env: '1A'"));
+  CHECK(contains(e, "env: 'B.C'"));
+  CHECK(contains(e, "metrics: '-m'"));
+  CHECK_FALSE(contains(e, "'D'"));
+  CHECK_FALSE(contains(e, "'ok'"));
+  auto s = parse_job_spec("name: a\ncommand: [x]\nenv: {_A1: 1}\nmetrics: {_m: 'x=([0-9]+)'}\n", "j");
+  CHECK(s.env.at("_A1") == "1");
+  CHECK(s.metrics.at("_m") == "x=([0-9]+)");
+}
+
 TEST_CASE("every problem is reported, in file order") {
   auto e = error_of("name: a\ncommand: [x]\npriority: x\nresources: {gpus: 1}\n");
   CHECK(contains(e, "job.yaml:3:"));
