@@ -209,6 +209,55 @@ void read_distributed(Reader& r, const YAML::Node& n, JobSpec& spec) {
   }
 }
 
+void read_backoff(Reader& r, const YAML::Node& n, JobRestart& rs) {
+  r.map(n, "restart.backoff",
+        {
+            {"initial",
+             [&](const YAML::Node& b) {
+               if (auto x = r.duration(b, "restart.backoff.initial", kBackoffRange)) rs.backoff_initial_s = *x;
+             }},
+            {"max",
+             [&](const YAML::Node& b) {
+               if (auto x = r.duration(b, "restart.backoff.max", kBackoffRange)) rs.backoff_max_s = *x;
+             }},
+            {"factor",
+             [&](const YAML::Node& b) {
+               if (auto x = r.number(b, "restart.backoff.factor", 1)) rs.backoff_factor = *x;
+             }},
+        });
+}
+
+void read_retryable_exit_codes(Reader& r, const YAML::Node& n, JobRestart& rs) {
+  if (!n.IsSequence()) {
+    r.problem(n,
+              fmt::format("restart.retryable_exit_codes must be a list of codes or ranges, e.g. [1, 128-255], not {}",
+                          kind_name(n)));
+    return;
+  }
+  rs.retryable_exit_codes.clear();
+  for (const auto& item : n) {
+    auto range = item.IsScalar() ? parse_exit_range(item.Scalar()) : std::nullopt;
+    if (!range) {
+      r.problem(item, fmt::format("restart.retryable_exit_codes: '{}' is not a code 0..255 or a range such as 128-255",
+                                  item.IsScalar() ? item.Scalar() : kind_name(item)));
+    } else {
+      rs.retryable_exit_codes.push_back(*range);
+    }
+  }
+}
+
+void read_no_retry_log_patterns(Reader& r, const YAML::Node& n, JobRestart& rs) {
+  if (!n.IsSequence()) {
+    r.problem(n, fmt::format("restart.no_retry_log_patterns must be a list of regexes, e.g. ['CUDA out of memory'], "
+                             "not {}",
+                             kind_name(n)));
+    return;
+  }
+  for (const auto& item : n) {
+    if (auto x = r.regex(item, "restart.no_retry_log_patterns item", 0)) rs.no_retry_log_patterns.push_back(*x);
+  }
+}
+
 void read_restart(Reader& r, const YAML::Node& n, JobSpec& spec) {
   auto& rs = spec.restart;
   r.map(n, "restart",
@@ -225,59 +274,9 @@ void read_restart(Reader& r, const YAML::Node& n, JobSpec& spec) {
              [&](const YAML::Node& v) {
                if (auto x = r.integer(v, "restart.max_retries", 0, 1000)) rs.max_retries = static_cast<int>(*x);
              }},
-            {"backoff",
-             [&](const YAML::Node& v) {
-               r.map(v, "restart.backoff",
-                     {
-                         {"initial",
-                          [&](const YAML::Node& b) {
-                            if (auto x = r.duration(b, "restart.backoff.initial", kBackoffRange))
-                              rs.backoff_initial_s = *x;
-                          }},
-                         {"max",
-                          [&](const YAML::Node& b) {
-                            if (auto x = r.duration(b, "restart.backoff.max", kBackoffRange)) rs.backoff_max_s = *x;
-                          }},
-                         {"factor",
-                          [&](const YAML::Node& b) {
-                            if (auto x = r.number(b, "restart.backoff.factor", 1)) rs.backoff_factor = *x;
-                          }},
-                     });
-             }},
-            {"retryable_exit_codes",
-             [&](const YAML::Node& v) {
-               if (!v.IsSequence()) {
-                 r.problem(v, fmt::format("restart.retryable_exit_codes must be a list of codes or ranges, e.g. "
-                                          "[1, 128-255], not {}",
-                                          kind_name(v)));
-                 return;
-               }
-               rs.retryable_exit_codes.clear();
-               for (const auto& item : v) {
-                 auto range = item.IsScalar() ? parse_exit_range(item.Scalar()) : std::nullopt;
-                 if (!range) {
-                   r.problem(item, fmt::format("restart.retryable_exit_codes: '{}' is not a code 0..255 or a range "
-                                               "such as 128-255",
-                                               item.IsScalar() ? item.Scalar() : kind_name(item)));
-                 } else {
-                   rs.retryable_exit_codes.push_back(*range);
-                 }
-               }
-             }},
-            {"no_retry_log_patterns",
-             [&](const YAML::Node& v) {
-               if (!v.IsSequence()) {
-                 r.problem(v, fmt::format("restart.no_retry_log_patterns must be a list of regexes, e.g. "
-                                          "['CUDA out of memory'], not {}",
-                                          kind_name(v)));
-                 return;
-               }
-               for (const auto& item : v) {
-                 if (auto x = r.regex(item, "restart.no_retry_log_patterns item", 0)) {
-                   rs.no_retry_log_patterns.push_back(*x);
-                 }
-               }
-             }},
+            {"backoff", [&](const YAML::Node& v) { read_backoff(r, v, rs); }},
+            {"retryable_exit_codes", [&](const YAML::Node& v) { read_retryable_exit_codes(r, v, rs); }},
+            {"no_retry_log_patterns", [&](const YAML::Node& v) { read_no_retry_log_patterns(r, v, rs); }},
         });
 }
 
@@ -298,72 +297,83 @@ void read_metrics(Reader& r, const YAML::Node& n, JobSpec& spec) {
                      });
 }
 
+// sbatch options the daemon sets itself (the job's shape, name and output file must stay its own),
+// with the job file field to use instead.
+const std::vector<std::pair<std::string, std::string>> kDaemonOwnedSbatchOptions = {
+    {"--nodes", "resources.nodes"},
+    {"-N", "resources.nodes"},
+    {"--output", "(the daemon's run directory)"},
+    {"-o", "(the daemon's run directory)"},
+    {"--error", "(the daemon's run directory)"},
+    {"-e", "(the daemon's run directory)"},
+    {"--job-name", "name"},
+    {"-J", "name"},
+    {"--ntasks-per-node", "(one supervisor per node)"},
+    {"--partition", "slurm.partition"},
+    {"-p", "slurm.partition"},
+    {"--time", "slurm.time_limit"},
+    {"-t", "slurm.time_limit"},
+    {"--chdir", "workdir"},
+    {"-D", "workdir"},
+    {"--wrap", "command"},
+};
+
+// The daemon-owned option that `arg` sets ("--time=5", "-t5", "--time"), if any.
+const std::pair<std::string, std::string>* daemon_owned_option(const std::string& arg) {
+  for (const auto& owned : kDaemonOwnedSbatchOptions) {
+    const auto& opt = owned.first;
+    if (arg == opt || arg.rfind(opt + "=", 0) == 0 ||
+        (opt.size() == 2 && arg.size() > 2 && arg.rfind(opt, 0) == 0 && arg[1] != '-')) {
+      return &owned;
+    }
+  }
+  return nullptr;
+}
+
+void read_sbatch_args(Reader& r, const YAML::Node& v, JobSlurm& sl) {
+  auto x = r.strings(v, "slurm.sbatch_args", "[--exclusive, --mem=8G]");
+  if (!x) return;
+  std::size_t i = 0;
+  for (const auto& arg : *x) {
+    const auto& at = v[i++];
+    if (arg.empty() || arg[0] != '-' || arg.find_first_of("\r\n") != std::string::npos) {
+      r.problem(at,
+                fmt::format("slurm.sbatch_args: '{}' is not one sbatch option such as --exclusive or --mem=8G", arg));
+      continue;
+    }
+    if (const auto* owned = daemon_owned_option(arg)) {
+      r.problem(at,
+                fmt::format("slurm.sbatch_args: {} is set by the daemon; use {} instead", owned->first, owned->second));
+    }
+    sl.sbatch_args.push_back(arg);
+  }
+}
+
+// A partition, account or QOS name: letters, digits, '-', '_' or '.'.
+void read_slurm_name(Reader& r, const YAML::Node& v, const std::string& what, std::string& into) {
+  auto x = r.string(v, what, "a Slurm name (letters, digits, - _ .)");
+  if (!x) return;
+  if (x->empty() || !std::all_of(x->begin(), x->end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      })) {
+    r.problem(v, fmt::format("{} '{}' must be a Slurm name of letters, digits, '-', '_' or '.'", what, *x));
+    return;
+  }
+  into = *x;
+}
+
 void read_slurm(Reader& r, const YAML::Node& n, JobSpec& spec) {
   auto& sl = spec.slurm;
-  auto name_field = [&](const YAML::Node& v, const std::string& what, std::string& into) {
-    auto x = r.string(v, what, "a Slurm name (letters, digits, - _ .)");
-    if (!x) return;
-    if (x->empty() || !std::all_of(x->begin(), x->end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-        })) {
-      r.problem(v, fmt::format("{} '{}' must be a Slurm name of letters, digits, '-', '_' or '.'", what, *x));
-      return;
-    }
-    into = *x;
-  };
   r.map(n, "slurm",
         {
-            {"partition", [&](const YAML::Node& v) { name_field(v, "slurm.partition", sl.partition); }},
-            {"account", [&](const YAML::Node& v) { name_field(v, "slurm.account", sl.account); }},
-            {"qos", [&](const YAML::Node& v) { name_field(v, "slurm.qos", sl.qos); }},
+            {"partition", [&](const YAML::Node& v) { read_slurm_name(r, v, "slurm.partition", sl.partition); }},
+            {"account", [&](const YAML::Node& v) { read_slurm_name(r, v, "slurm.account", sl.account); }},
+            {"qos", [&](const YAML::Node& v) { read_slurm_name(r, v, "slurm.qos", sl.qos); }},
             {"time_limit",
              [&](const YAML::Node& v) {
                if (auto x = r.duration(v, "slurm.time_limit", kSlurmTimeLimitRange)) sl.time_limit_s = *x;
              }},
-            {"sbatch_args",
-             [&](const YAML::Node& v) {
-               auto x = r.strings(v, "slurm.sbatch_args", "[--exclusive, --mem=8G]");
-               if (!x) return;
-               // Set by the daemon: the job's shape, name and output file must stay its own.
-               static const std::vector<std::pair<std::string, std::string>> owned = {
-                   {"--nodes", "resources.nodes"},
-                   {"-N", "resources.nodes"},
-                   {"--output", "(the daemon's run directory)"},
-                   {"-o", "(the daemon's run directory)"},
-                   {"--error", "(the daemon's run directory)"},
-                   {"-e", "(the daemon's run directory)"},
-                   {"--job-name", "name"},
-                   {"-J", "name"},
-                   {"--ntasks-per-node", "(one supervisor per node)"},
-                   {"--partition", "slurm.partition"},
-                   {"-p", "slurm.partition"},
-                   {"--time", "slurm.time_limit"},
-                   {"-t", "slurm.time_limit"},
-                   {"--chdir", "workdir"},
-                   {"-D", "workdir"},
-                   {"--wrap", "command"},
-               };
-               std::size_t i = 0;
-               for (const auto& arg : *x) {
-                 const auto& at = v[i++];
-                 if (arg.empty() || arg[0] != '-' || arg.find_first_of("\r\n") != std::string::npos) {
-                   r.problem(at, fmt::format("slurm.sbatch_args: '{}' is not one sbatch option such as "
-                                             "--exclusive or --mem=8G",
-                                             arg));
-                   continue;
-                 }
-                 for (const auto& [opt, field] : owned) {
-                   bool hit = arg == opt || arg.rfind(opt + "=", 0) == 0 ||
-                              (opt.size() == 2 && arg.size() > 2 && arg.rfind(opt, 0) == 0 && arg[1] != '-');
-                   if (hit) {
-                     r.problem(at,
-                               fmt::format("slurm.sbatch_args: {} is set by the daemon; use {} instead", opt, field));
-                     break;
-                   }
-                 }
-                 sl.sbatch_args.push_back(arg);
-               }
-             }},
+            {"sbatch_args", [&](const YAML::Node& v) { read_sbatch_args(r, v, sl); }},
         });
 }
 
@@ -390,6 +400,32 @@ YAML::Node load_document(std::string_view yaml, const std::string& file) {
                        {{1, 1, "a job file is a YAML mapping with at least name: and command: (see jobs/README.md)"}});
   }
   return root;
+}
+
+void read_shell(Reader& r, const YAML::Node& n, JobSpec& spec) {
+  if (auto v = r.string(n, "shell", "a command line for /bin/sh -c")) {
+    if (v->empty()) r.problem(n, "shell must not be empty");
+    spec.shell = *v;
+  }
+}
+
+void read_workdir(Reader& r, const YAML::Node& n, JobSpec& spec) {
+  if (auto v = r.string(n, "workdir", "an absolute directory path")) {
+    if (v->empty() || (*v)[0] != '/') {
+      r.problem(n, fmt::format("workdir must be an absolute path, not '{}'", *v));
+    } else {
+      spec.workdir = *v;
+    }
+  }
+}
+
+// Every problem found, in file order, as one JobSpecError.
+void throw_if_problems(Reader& r, const std::string& file) {
+  if (r.problems.empty()) return;
+  std::stable_sort(r.problems.begin(), r.problems.end(), [](const SpecProblem& a, const SpecProblem& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  });
+  throw JobSpecError(file, std::move(r.problems));
 }
 
 // What no single field shows: the fields that go together or exclude each other.
@@ -438,27 +474,12 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
                has_command = true;
                read_command(r, n, spec);
              }},
-            {"shell",
-             [&](const YAML::Node& n) {
-               if (auto v = r.string(n, "shell", "a command line for /bin/sh -c")) {
-                 if (v->empty()) r.problem(n, "shell must not be empty");
-                 spec.shell = *v;
-               }
-             }},
+            {"shell", [&](const YAML::Node& n) { read_shell(r, n, spec); }},
             {"args",
              [&](const YAML::Node& n) {
                if (auto v = r.strings(n, "args", "[--epochs, '10']")) spec.args = *v;
              }},
-            {"workdir",
-             [&](const YAML::Node& n) {
-               if (auto v = r.string(n, "workdir", "an absolute directory path")) {
-                 if (v->empty() || (*v)[0] != '/') {
-                   r.problem(n, fmt::format("workdir must be an absolute path, not '{}'", *v));
-                 } else {
-                   spec.workdir = *v;
-                 }
-               }
-             }},
+            {"workdir", [&](const YAML::Node& n) { read_workdir(r, n, spec); }},
             {"env", [&](const YAML::Node& n) { read_env(r, n, spec); }},
             {"resources", [&](const YAML::Node& n) { read_resources(r, n, spec); }},
             {"distributed", [&](const YAML::Node& n) { read_distributed(r, n, spec); }},
@@ -477,12 +498,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
             {"slurm", [&](const YAML::Node& n) { read_slurm(r, n, spec); }},
         });
   check_combinations(r, root, spec, has_command);
-  if (!r.problems.empty()) {
-    std::stable_sort(r.problems.begin(), r.problems.end(), [](const SpecProblem& a, const SpecProblem& b) {
-      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
-    });
-    throw JobSpecError(file, std::move(r.problems));
-  }
+  throw_if_problems(r, file);
   return spec;
 }
 

@@ -291,8 +291,7 @@ int deliver(const SbatchArgs& a, const std::string& text) {
   }
   const std::string id = submit(path, temp, a.submit_timeout);
   std::cout << id << std::endl;
-  spdlog::info("submitted Slurm job {} ({} node(s)); follow it with `scontrol -o show job {}`", id, a.script.nodes,
-               id);
+  spdlog::info("submitted Slurm job {} ({} node(s)); follow it with `scontrol -o show job {}`", id, a.script.nodes, id);
   if (a.wait) return follow_job(id, a.wait_timeout);
   return 0;
 }

@@ -27,7 +27,9 @@ struct FieldProblem {
 void check_problems(std::initializer_list<FieldProblem> cases) {
   for (const auto& c : cases) {
     CAPTURE(c.fields);
-    CHECK(contains(error_of(std::string("name: a\ncommand: [x]\n") + c.fields), c.message));
+    const auto error = error_of(std::string("name: a\ncommand: [x]\n") + c.fields);
+    CAPTURE(error);
+    CHECK(contains(error, c.message));
   }
 }
 }  // namespace
@@ -131,7 +133,8 @@ TEST_CASE("env: and metrics: are mappings of names to values, each name checked,
        "job.yaml:3:11: metrics: '2loss' is not a metric name ([A-Za-z_][A-Za-z0-9_]*)"},
       {"metrics: {loss: [x]}\n", "metrics.loss must be a regular expression (RE2 syntax), not a list"},
   });
-  auto e = error_of("name: a\ncommand: [x]\nenv: {1A: x, B.C: y, D: z}\nmetrics: {-m: 'x=([0-9]+)', ok: 'y=([0-9]+)'}\n");
+  auto e =
+      error_of("name: a\ncommand: [x]\nenv: {1A: x, B.C: y, D: z}\nmetrics: {-m: 'x=([0-9]+)', ok: 'y=([0-9]+)'}\n");
   CHECK(contains(e, "env: '1A'"));
   CHECK(contains(e, "env: 'B.C'"));
   CHECK(contains(e, "metrics: '-m'"));
@@ -140,6 +143,44 @@ TEST_CASE("env: and metrics: are mappings of names to values, each name checked,
   auto s = parse_job_spec("name: a\ncommand: [x]\nenv: {_A1: 1}\nmetrics: {_m: 'x=([0-9]+)'}\n", "j");
   CHECK(s.env.at("_A1") == "1");
   CHECK(s.metrics.at("_m") == "x=([0-9]+)");
+}
+
+TEST_CASE("restart: lists of exit codes and log patterns name each bad item") {
+  check_problems({
+      {"restart: {retryable_exit_codes: 1}\n",
+       "restart.retryable_exit_codes must be a list of codes or ranges, e.g. [1, 128-255], not a scalar"},
+      {"restart: {retryable_exit_codes: [1, 300, 9-3, [2]]}\n",
+       "job.yaml:3:37: restart.retryable_exit_codes: '300' is not a code 0..255 or a range such as 128-255"},
+      {"restart: {retryable_exit_codes: [1, 300, 9-3, [2]]}\n", "restart.retryable_exit_codes: '9-3' is not"},
+      {"restart: {retryable_exit_codes: [1, 300, 9-3, [2]]}\n", "restart.retryable_exit_codes: 'a list' is not"},
+      {"restart: {no_retry_log_patterns: oom}\n",
+       "restart.no_retry_log_patterns must be a list of regexes, e.g. ['CUDA out of memory'], not a scalar"},
+      {"restart: {no_retry_log_patterns: ['(']}\n", "restart.no_retry_log_patterns item is not a valid regular"},
+      {"restart: {backoff: {initial: 2s, max: 1s}}\n", "restart.backoff.max must be at least restart.backoff.initial"},
+      {"restart: {backoff: {step: 1s}}\n",
+       "unknown key 'step' in restart.backoff; expected one of: factor, initial, max"},
+  });
+  auto s =
+      parse_job_spec("name: a\ncommand: [x]\nrestart: {retryable_exit_codes: [0, 3-4], backoff: {factor: 3}}\n", "j");
+  REQUIRE(s.restart.retryable_exit_codes.size() == 2);
+  CHECK(s.restart.retryable_exit_codes[1].first == 3);
+  CHECK(s.restart.backoff_factor == 3);
+}
+
+TEST_CASE("slurm.sbatch_args: every spelling of an option the daemon sets is refused, others pass") {
+  const std::string head = "name: a\ncommand: [x]\nexecutor: slurm\nslurm: {sbatch_args: [";
+  for (const char* arg : {"--time", "--time=5", "-t5", "-t", "-D/tmp", "--wrap=x", "-J", "--ntasks-per-node=2"}) {
+    CAPTURE(arg);
+    CHECK(contains(error_of(head + arg + "]}\n"), "is set by the daemon; use "));
+  }
+  for (const char* arg : {"--exclusive", "--mem=8G", "--timeX", "-G2", "--tmp=1G"}) {
+    CAPTURE(arg);
+    CHECK(error_of(head + arg + "]}\n").empty());
+  }
+  CHECK(
+      contains(error_of(head + "-t5]}\n"), "slurm.sbatch_args: -t is set by the daemon; use slurm.time_limit instead"));
+  CHECK(contains(error_of(head + "--chdir=/x]}\n"), "--chdir is set by the daemon; use workdir instead"));
+  CHECK(contains(error_of(head + "--exclusive, '']}\n"), "slurm.sbatch_args: '' is not one sbatch option"));
 }
 
 TEST_CASE("every problem is reported, in file order") {
