@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -207,9 +208,10 @@ DoctorCheck judge_filestore(const std::string& given, const store::CleanReport& 
       c.details["verdict"] = "refused";
       c.finding = fmt::format("{}: {}", path, r.problem);
       c.action = r.empty_unproven
-                     ? fmt::format("If a killed run's FileStore was at this path, remove it before the next run: "
-                                   "`ddp-launch clean --force {}`; else give the job another init_method path",
-                                   given)
+                     ? fmt::format(
+                           "If a killed run's FileStore was at this path, remove it before the next run: "
+                           "`ddp-launch clean --force {}`; else give the job another init_method path",
+                           given)
                      : "Give the job another init_method path (doctor and clean never touch a file that is not a "
                        "FileStore)";
       return c;
@@ -250,10 +252,10 @@ DoctorCheck judge_gpus(const gpu::GpuCount& gpus, const std::string& library) {
     c.details["count"] = nullptr;
     c.details["why_not"] = gpus.why_not;
     c.finding = fmt::format("NVML is not available ({}), so GPU checks are off (and run's GPU watch)", gpus.why_not);
-    c.action =
-        fmt::format("CPU jobs with gloo are fine. For GPUs install the NVIDIA driver, or point {} at {}; until "
-                    "then `--nproc-per-node gpu` refuses and `auto` starts one rank per CPU",
-                    gpu::kNvmlLibraryVar, gpu::kNvmlLibraryDefault);
+    c.action = fmt::format(
+        "CPU jobs with gloo are fine. For GPUs install the NVIDIA driver, or point {} at {}; until "
+        "then `--nproc-per-node gpu` refuses and `auto` starts one rank per CPU",
+        gpu::kNvmlLibraryVar, gpu::kNvmlLibraryDefault);
     return c;
   }
   c.details["count"] = *gpus.count;
@@ -263,8 +265,9 @@ DoctorCheck judge_gpus(const gpu::GpuCount& gpus, const std::string& library) {
     c.action = "Check `nvidia-smi` and the container's GPU access; `--nproc-per-node gpu` refuses, `auto` uses CPUs";
     return c;
   }
-  c.finding = fmt::format("NVML sees {} GPU{}: `--nproc-per-node gpu` starts one rank per GPU, and run watches their utilisation", *gpus.count,
-                          *gpus.count == 1 ? "" : "s");
+  c.finding = fmt::format(
+      "NVML sees {} GPU{}: `--nproc-per-node gpu` starts one rank per GPU, and run watches their utilisation",
+      *gpus.count, *gpus.count == 1 ? "" : "s");
   return c;
 }
 
@@ -446,6 +449,59 @@ DoctorCheck check_python(const std::string& given, std::chrono::milliseconds tim
   return judge_python(given, interpreter, run_command({interpreter, "-c", kProbeScript}, timeout), timeout);
 }
 
+void add_doctor_options(CLI::App& sub, DoctorArgs& a) {
+  sub.add_option("--port", a.port, "Store port the job will use (torchrun's default)")->capture_default_str();
+  sub.add_option("--python", a.python,
+                 "Python interpreter the workers will run (default: as `run` chooses: $PYTHON_EXEC, else the first "
+                 "of $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH, /usr/bin/python3 that can import torch)");
+  sub.add_option("--python-timeout", a.python_timeout_s, "Seconds to wait for the interpreter to import torch")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  sub.add_option("--filestore", a.filestores,
+                 "c10d FileStore files (paths or file:// init_method URLs) to inspect; nothing is removed");
+  sub.add_flag("--json", a.json, "Print one JSON object with an entry per check instead of lines");
+  sub.footer(
+      "Each check prints `ok|warn|fail  <check>: <finding>. <what to do>`.\n"
+      "Exit status: 0 no check failed (warnings allowed); 1 some check failed; 2 bad arguments.");
+}
+
+// Every check in order, each handed to `record` as it finishes.
+void run_checks(const DoctorArgs& a, std::chrono::milliseconds timeout,
+                const std::function<void(DoctorCheck)>& record) {
+  // The interpreter `run` would start, chosen the same way (launcher/python_choice.hpp).
+  const auto env = launcher::gather_host_facts().env;
+  std::string python = launcher::named_interpreter(a.python, env);
+  if (python.empty()) python = launcher::probe_interpreter(env, timeout).program;
+
+  record(check_port(static_cast<std::uint16_t>(a.port)));
+  for (const auto& f : a.filestores) record(check_filestore(f));
+  record(judge_gpus(gpu::count_gpus(), gpu::nvml_library_name()));
+  const char* omp = std::getenv(std::string(env::kOmpNumThreads).c_str());
+  record(judge_omp(omp ? std::optional<std::string>(omp) : std::nullopt,
+                   std::max(1u, std::thread::hardware_concurrency())));
+  record(check_nofile());
+  record(check_python(python, timeout));
+}
+
+// The tally (a line, or the JSON object with every check) and the exit status.
+int print_summary(const std::vector<DoctorCheck>& checks, bool json) {
+  int counts[3] = {0, 0, 0};
+  for (const auto& c : checks) ++counts[static_cast<int>(c.status)];
+  const int code = counts[static_cast<int>(Status::Fail)] > 0 ? kExitFailed : kExitHealthy;
+  if (json) {
+    nlohmann::json out = {{"exit_code", code},
+                          {"ok", counts[0]},
+                          {"warn", counts[1]},
+                          {"fail", counts[2]},
+                          {"checks", nlohmann::json::array()}};
+    for (const auto& c : checks) out["checks"].push_back(c.to_json());
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    fmt::print("doctor: {} ok, {} warn, {} fail\n", counts[0], counts[1], counts[2]);
+  }
+  return code;
+}
+
 }  // namespace
 
 Command add_doctor_command(CLI::App& app) {
@@ -454,59 +510,19 @@ Command add_doctor_command(CLI::App& app) {
                          "Check this machine before a job: store port, stale FileStore files, GPUs, OMP_NUM_THREADS, "
                          "python/torch/gloo, open-file limit");
   auto a = std::make_shared<DoctorArgs>();
-  sub->add_option("--port", a->port, "Store port the job will use (torchrun's default)")->capture_default_str();
-  sub->add_option("--python", a->python,
-                  "Python interpreter the workers will run (default: as `run` chooses: $PYTHON_EXEC, else the first "
-                  "of $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH, /usr/bin/python3 that can import torch)");
-  sub->add_option("--python-timeout", a->python_timeout_s, "Seconds to wait for the interpreter to import torch")
-      ->check(CLI::Range(1.0, 3600.0))
-      ->capture_default_str();
-  sub->add_option("--filestore", a->filestores,
-                  "c10d FileStore files (paths or file:// init_method URLs) to inspect; nothing is removed");
-  sub->add_flag("--json", a->json, "Print one JSON object with an entry per check instead of lines");
-  sub->footer(
-      "Each check prints `ok|warn|fail  <check>: <finding>. <what to do>`.\n"
-      "Exit status: 0 no check failed (warnings allowed); 1 some check failed; 2 bad arguments.");
+  add_doctor_options(*sub, *a);
 
   auto run = [a]() -> int {
     if (a->port < 1 || a->port > 65535) throw UsageError(fmt::format("--port {} is outside 1..65535", a->port));
     const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a->python_timeout_s * 1000.0));
-    // The interpreter `run` would start, chosen the same way (launcher/python_choice.hpp).
-    const auto env = launcher::gather_host_facts().env;
-    std::string python = launcher::named_interpreter(a->python, env);
-    if (python.empty()) python = launcher::probe_interpreter(env, timeout).program;
-
     std::vector<DoctorCheck> checks;
-    auto record = [&](DoctorCheck c) {
+    run_checks(*a, timeout, [&](DoctorCheck c) {
       // Lines appear as checks finish: the python check can take a while.
       if (!a->json) fmt::print("{}\n", c.line());
       std::fflush(stdout);
       checks.push_back(std::move(c));
-    };
-    record(check_port(static_cast<std::uint16_t>(a->port)));
-    for (const auto& f : a->filestores) record(check_filestore(f));
-    record(judge_gpus(gpu::count_gpus(), gpu::nvml_library_name()));
-    const char* omp = std::getenv(std::string(env::kOmpNumThreads).c_str());
-    record(judge_omp(omp ? std::optional<std::string>(omp) : std::nullopt,
-                     std::max(1u, std::thread::hardware_concurrency())));
-    record(check_nofile());
-    record(check_python(python, timeout));
-
-    int counts[3] = {0, 0, 0};
-    for (const auto& c : checks) ++counts[static_cast<int>(c.status)];
-    const int code = counts[static_cast<int>(Status::Fail)] > 0 ? kExitFailed : kExitHealthy;
-    if (a->json) {
-      nlohmann::json out = {{"exit_code", code},
-                            {"ok", counts[0]},
-                            {"warn", counts[1]},
-                            {"fail", counts[2]},
-                            {"checks", nlohmann::json::array()}};
-      for (const auto& c : checks) out["checks"].push_back(c.to_json());
-      fmt::print("{}\n", out.dump(2));
-    } else {
-      fmt::print("doctor: {} ok, {} warn, {} fail\n", counts[0], counts[1], counts[2]);
-    }
-    return code;
+    });
+    return print_summary(checks, a->json);
   };
   return {sub, run};
 }
