@@ -239,6 +239,62 @@ void inject_failure(const Args& a, std::int64_t step) {
   std::raise(SIGKILL);
 }
 
+// On a restart, every rank continues from the checkpoint when there is one; the step to start at.
+std::int64_t resume(const Args& a, const dw::WorkerContext& ctx, SmallResNet& model, torch::optim::SGD& opt) {
+  if (ctx.restarted() && !a.checkpoint_dir.empty() && fs::exists(checkpoint_path(a))) {
+    const std::int64_t start_step = load_checkpoint(a, model, opt);
+    std::printf("resumed from checkpoint at step %lld (attempt %d)\n", static_cast<long long>(start_step),
+                ctx.restart_count);
+    std::fflush(stdout);
+    return start_step;
+  }
+  if (ctx.restarted()) {
+    dw::log_primary(ctx, "attempt {} but no checkpoint in '{}': starting from step 0", ctx.restart_count,
+                    a.checkpoint_dir);
+  }
+  return 0;
+}
+
+// The steps since the last report: their mean loss and this rank's throughput, reported every
+// --log-every steps as a metric line and a log line.
+struct ProgressWindow {
+  double loss_sum = 0;
+  std::int64_t steps = 0;
+  double last_loss = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  void report(const dw::WorkerContext& ctx, const Args& a, std::int64_t done, std::int64_t epoch, std::int64_t per_rank,
+              double lr) {
+    auto now = std::chrono::steady_clock::now();
+    double secs = std::chrono::duration<double>(now - start).count();
+    last_loss = loss_sum / static_cast<double>(steps);
+    dw::emit_metrics({{"step", done},
+                      {"loss", last_loss},
+                      {"samples_per_s", secs > 0 ? static_cast<double>(per_rank * steps) / secs : 0.0},
+                      {"lr", lr},
+                      {"epoch", epoch}});
+    dw::log_primary(ctx, "step {}/{}  loss {:.4f}  {:.0f} samples/s per rank  lr {:.4g}", done, a.steps, last_loss,
+                    secs > 0 ? static_cast<double>(per_rank * steps) / secs : 0.0, lr);
+    loss_sum = 0;
+    steps = 0;
+    start = now;
+  }
+};
+
+// One optimizer step on this rank's share of the global batch, gradients averaged across ranks;
+// its loss.
+double train_step(dw::ProcessGroup& group, SmallResNet& model, torch::optim::SGD& opt, const torch::Tensor& x,
+                  const torch::Tensor& y, double lr) {
+  for (auto& g : opt.param_groups()) g.options().set_lr(lr);
+  dw::broadcast_buffers(group, *model);  // DDP's broadcast_buffers: one set of BatchNorm statistics
+  auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+  opt.zero_grad();
+  loss.backward();
+  dw::average_gradients(group, *model);
+  opt.step();
+  return loss.item<double>();
+}
+
 int train(const Args& a) {
   ddp::init_logging(a.log_level);
   auto ctx = dw::parse_worker_context(dw::process_env());
@@ -253,54 +309,21 @@ int train(const Args& a) {
   torch::manual_seed(a.seed + static_cast<std::uint64_t>(ctx.rank));  // different on purpose: rank 0's wins below
   SmallResNet model(a.width, a.classes);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(a.lr).momentum(0.9).weight_decay(5e-4));
-  std::int64_t start_step = 0;
-  if (ctx.restarted() && !a.checkpoint_dir.empty() && fs::exists(checkpoint_path(a))) {
-    start_step = load_checkpoint(a, model, opt);
-    std::printf("resumed from checkpoint at step %lld (attempt %d)\n", static_cast<long long>(start_step),
-                ctx.restart_count);
-    std::fflush(stdout);
-  } else if (ctx.restarted()) {
-    dw::log_primary(ctx, "attempt {} but no checkpoint in '{}': starting from step 0", ctx.restart_count,
-                    a.checkpoint_dir);
-  }
+  const std::int64_t start_step = resume(a, ctx, model, opt);
   dw::broadcast_parameters(group, *model);
 
   SyntheticImages data(a);
   ShardedOrder order(data.size(), per_rank, ctx.rank, ctx.world_size, a.seed);
   int fail_rank = a.fail_rank >= 0 ? a.fail_rank : ctx.world_size - 1;
-
-  double loss_sum = 0;
-  std::int64_t loss_n = 0;
-  double last_loss = 0;
-  auto window_start = std::chrono::steady_clock::now();
+  ProgressWindow window;
   for (std::int64_t step = start_step; step < a.steps; ++step) {
     double lr = ctx.batch.learning_rate(a.lr, step);
-    for (auto& g : opt.param_groups()) g.options().set_lr(lr);
     auto [x, y] = data.batch(order.indices(step));
-    dw::broadcast_buffers(group, *model);  // DDP's broadcast_buffers: one set of BatchNorm statistics
-    auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-    opt.zero_grad();
-    loss.backward();
-    dw::average_gradients(group, *model);
-    opt.step();
-    loss_sum += loss.item<double>();
-    ++loss_n;
+    window.loss_sum += train_step(group, model, opt, x, y, lr);
+    ++window.steps;
     auto done = step + 1;
-    if (done % a.log_every == 0 || done == a.steps) {
-      auto now = std::chrono::steady_clock::now();
-      double secs = std::chrono::duration<double>(now - window_start).count();
-      last_loss = loss_sum / static_cast<double>(loss_n);
-      dw::emit_metrics({{"step", done},
-                        {"loss", last_loss},
-                        {"samples_per_s", secs > 0 ? static_cast<double>(per_rank * loss_n) / secs : 0.0},
-                        {"lr", lr},
-                        {"epoch", step / order.steps_per_epoch()}});
-      dw::log_primary(ctx, "step {}/{}  loss {:.4f}  {:.0f} samples/s per rank  lr {:.4g}", done, a.steps, last_loss,
-                      secs > 0 ? static_cast<double>(per_rank * loss_n) / secs : 0.0, lr);
-      loss_sum = 0;
-      loss_n = 0;
-      window_start = now;
-    }
+    if (done % a.log_every == 0 || done == a.steps)
+      window.report(ctx, a, done, step / order.steps_per_epoch(), per_rank, lr);
     if (!a.checkpoint_dir.empty() && a.checkpoint_every > 0 && done % a.checkpoint_every == 0 && ctx.is_primary()) {
       save_checkpoint(a, model, opt, done);
       dw::log_primary(ctx, "checkpoint at step {} in {}", done, checkpoint_path(a).string());
@@ -309,8 +332,8 @@ int train(const Args& a) {
   }
   group.barrier();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("final step=%lld loss=%.6f param_hash=%016llx seconds=%.3f\n", static_cast<long long>(a.steps), last_loss,
-              static_cast<unsigned long long>(dw::parameter_hash(*model)), secs);
+  std::printf("final step=%lld loss=%.6f param_hash=%016llx seconds=%.3f\n", static_cast<long long>(a.steps),
+              window.last_loss, static_cast<unsigned long long>(dw::parameter_hash(*model)), secs);
   std::fflush(stdout);
   return 0;
 }
