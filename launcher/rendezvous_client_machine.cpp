@@ -187,8 +187,7 @@ void RendezvousClientMachine::reconnected(const ev::Connected& e) {
         "the rendezvous store at {} came back as a new process (host {}, pid {}) after {} ms: this job's rendezvous "
         "state died with {}, so this node cannot go on: stopping its workers. Restart the job on every node",
         s_.endpoint, h->host, h->pid, (e.now - last_contact_).count(), store_host_words()));
-    held_.reset();
-    return iterate(e.now);
+    return iterate(e.now);  // over: a Done/Leave taken meanwhile finishes there (the supervisor waits for it)
   }
   notice(note::Log{note::Log::Info, fmt::format("rendezvous store {} reachable again after {} ms ({} reconnect "
                                                 "attempt(s))",
@@ -315,8 +314,7 @@ void RendezvousClientMachine::store_error(RdzvMillis now, const std::string& wha
 void RendezvousClientMachine::broken(RdzvMillis now, const std::string& what) {
   mode_ = RdzvClientMode::Over;
   close(fmt::format("rendezvous: unexpected answer from {}: {}", s_.endpoint, what));
-  held_.reset();
-  iterate(now);
+  iterate(now);  // over: a Done/Leave taken meanwhile finishes there (the supervisor waits for it)
 }
 
 void RendezvousClientMachine::finish_held() {

@@ -644,3 +644,29 @@ TEST_CASE("rendezvous client: an outcome that does not answer the request is a l
   Sim s;
   CHECK_THROWS_AS(s.m.on(ev::Tick{ms(0)}), std::logic_error);
 }
+
+// A Done/Leave taken just before the machine gives up must still finish: the supervisor's exit
+// (143 after SIGTERM, 130 after SIGINT) waits for it.
+TEST_CASE("rendezvous client: a leave pending when the job closes still finishes") {
+  SUBCASE("the store answers again as a new process") {
+    Sim s;
+    s.admit();
+    s.link = Link::Refused;
+    s.run_until([&] { return s.asked_count<req::Pause>() == 1; });
+    s.send(Kind::Leave, "its job ended with exit code 143");
+    s.keys = {{kHostKey, host_key("h0:999:00000001", 999)}};
+    s.link = Link::Up;
+    s.run_until([&] { return s.has_closed(); });
+    CHECK(s.closed().find("came back as a new process") != std::string::npos);
+    CHECK(s.notices<note::RunThen>().size() == 1);
+  }
+  SUBCASE("its SET breaks") {
+    Sim s;
+    s.admit();
+    s.send(Kind::Leave, "its job ended with exit code 130");
+    s.run_until([&] { return std::holds_alternative<req::Set>(s.next); });
+    s.absorb(s.m.on(ev::Broken{ms(s.t), "poll: bad file descriptor"}));
+    CHECK(s.closed() == "rendezvous: unexpected answer from h0:29400: poll: bad file descriptor");
+    CHECK(s.notices<note::RunThen>().size() == 1);
+  }
+}
