@@ -3,7 +3,7 @@
 // --rdzv-endpoint hosts the rendezvous store and runs the RendezvousMachine on its event loop;
 // every other supervisor joins through a StoreClient driven by one helper thread (the client is
 // synchronous) that performs what the RendezvousClientMachine asks and posts what it learns back
-// to the supervisor's event loop.
+// to the supervisor's event loop (rendezvous_client.cpp).
 //
 // Key layout under "rdzv/<run id>/" (O(1) store operations per node and round; the host computes
 // the assignment once and writes one key per node):

@@ -1,9 +1,9 @@
 #pragma once
 // RendezvousClientMachine: the joining side of the dynamic (c10d) rendezvous as a pure machine,
 // beside RendezvousMachine (the host's). A node that does not host the rendezvous store talks to
-// it through one synchronous store client on a helper thread (launcher/rendezvous.cpp); this
-// machine decides what that thread does next, one store call at a time, and what it tells the
-// supervisor. No sockets, no clocks, no threads: every outcome comes in with its time
+// it through one synchronous store client on a helper thread (launcher/rendezvous_client.cpp);
+// this machine decides what that thread does next, one store call at a time, and what it tells
+// the supervisor. No sockets, no clocks, no threads: every outcome comes in with its time
 // (milliseconds on any steady clock).
 //
 //   CONNECTING: connect in short tries → reached (reads who hosts the store) → IDLE
