@@ -6,15 +6,11 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
 #include "common/error.hpp"
-#include "store/client.hpp"
+#include "launcher/rendezvous_client.hpp"
 #include "store/server.hpp"
 
 namespace asio = boost::asio;
@@ -29,37 +25,19 @@ std::string default_node_name() {
   return host;
 }
 
-namespace {
-
-std::string make_token(const std::string& name) {
+std::string make_rdzv_token(const std::string& name) {
   std::random_device rd;
   return fmt::format("{}:{}:{:08x}", name, ::getpid(), rd());
 }
 
-std::string prefix(const RendezvousConfig& c) { return fmt::format("rdzv/{}/", c.run_id); }
+std::string rdzv_prefix(const RendezvousConfig& c) { return fmt::format("rdzv/{}/", c.run_id); }
+
+namespace {
 
 // A reason may quote what a node sent (its leave message): any bytes. Replaced where not UTF-8,
 // never a throw that would take the host (and every node's rendezvous) down.
 std::string reason_json(const std::string& reason, bool closed) {
   return json{{"reason", reason}, {"closed", closed}}.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-json node_json(const RdzvNodeInfo& n) {
-  return {{"token", n.token}, {"host", n.host}, {"nproc", n.nproc}, {"hint", n.rank_hint}, {"seq", n.seq}};
-}
-
-RoundAssignment parse_assignment(const json& j) {
-  RoundAssignment a;
-  a.round = j.at("round").get<int>();
-  a.node_rank = j.at("node_rank").get<int>();
-  a.nnodes = j.at("nnodes").get<int>();
-  a.world_size = j.at("world_size").get<int>();
-  a.rank_base = j.at("rank_base").get<int>();
-  a.nproc = j.at("nproc").get<int>();
-  a.master_addr = j.at("master_addr").get<std::string>();
-  a.master_port = j.at("master_port").get<std::uint16_t>();
-  a.membership_changed = j.value("changed", false);
-  return a;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -76,8 +54,8 @@ class RendezvousHost : public Rendezvous {
         timer_(io),
         barrier_timer_(io),
         started_(std::chrono::steady_clock::now()),
-        p_(prefix(config_)) {
-    self_.token = make_token(config_.local_addr);
+        p_(rdzv_prefix(config_)) {
+    self_.token = make_rdzv_token(config_.local_addr);
     self_.host = config_.local_addr;
     self_.nproc = config_.nproc;
     self_.rank_hint = config_.rank_hint;
@@ -320,342 +298,6 @@ class RendezvousHost : public Rendezvous {
   std::function<void()> all_done_;
 };
 
-// ---------------------------------------------------------------------------------------------
-// A joining node: one helper thread, one store connection; results are posted to the event loop.
-// Everything the thread touches lives in Core, which it co-owns: the thread may sit in a store
-// call (a connect retried up to the join timeout) when the supervisor is done, so it is detached,
-// and it never posts to the event loop once `stop` is set.
-class RendezvousClient : public Rendezvous {
- public:
-  RendezvousClient(asio::io_context& io, RendezvousConfig config, RendezvousCallbacks cb)
-      : core_(std::make_shared<Core>(io, std::move(config), std::move(cb))) {
-    std::thread([core = core_] { core->run(); }).detach();
-  }
-  ~RendezvousClient() override {
-    {
-      std::lock_guard lock(core_->mu);
-      core_->stop = true;
-    }
-    core_->cv.notify_all();
-  }
-
-  bool is_host() const override { return false; }
-  std::string endpoint() const override { return core_->endpoint(); }
-  void set_worker_store(std::string, std::uint16_t, std::function<void()>) override {}
-
-  void join() override { core_->push(Command{Command::Join, {}, nullptr}); }
-  void finish(bool success, std::string why, std::function<void()> then) override {
-    {
-      std::unique_lock lock(core_->mu);
-      if (!core_->connected) {  // still looking for the store: nobody to tell
-        lock.unlock();
-        asio::post(core_->io, std::move(then));
-        return;
-      }
-    }
-    core_->push(Command{success ? Command::Done : Command::Leave, std::move(why), std::move(then)});
-  }
-
- private:
-  struct Command {
-    enum Kind { Join, Done, Leave } kind;
-    std::string why;
-    std::function<void()> then;
-  };
-
-  struct Core : std::enable_shared_from_this<Core> {
-    Core(asio::io_context& io_, RendezvousConfig config_, RendezvousCallbacks cb_)
-        : io(io_), config(std::move(config_)), cb(std::move(cb_)) {
-      info.token = make_token(config.local_addr);
-      info.host = config.local_addr;
-      info.nproc = config.nproc;
-      info.rank_hint = config.rank_hint;
-    }
-    asio::io_context& io;
-    RendezvousConfig config;
-    RendezvousCallbacks cb;
-    RdzvNodeInfo info;
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<Command> commands;
-    bool stop = false;
-
-    bool connected = false;  // the first connection succeeded (until then, nobody to tell anything)
-
-    std::string endpoint() const { return fmt::format("{}:{}", config.endpoint_host, config.endpoint_port); }
-
-    bool stopping() {
-      std::lock_guard lock(mu);
-      return stop;
-    }
-
-    void push(Command c) {
-      {
-        std::lock_guard lock(mu);
-        commands.push_back(std::move(c));
-      }
-      cv.notify_all();
-    }
-
-    // Runs `f` on the event loop unless the client is gone.
-    void post(std::function<void()> f) {
-      std::lock_guard lock(mu);
-      if (stop) return;
-      asio::post(io, [self = shared_from_this(), f = std::move(f)] { f(); });
-    }
-
-    std::unique_ptr<store::StoreClient> connect(std::chrono::milliseconds within) {
-      store::ClientOptions o;
-      o.host = config.endpoint_host;
-      o.port = config.endpoint_port;
-      o.connect_timeout = within;
-      o.timeout = std::max<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 2, 1000ms);
-      return std::make_unique<store::StoreClient>(o);
-    }
-
-    // Who hosts the store (its `host` key): named when the store goes; a new token after a
-    // reconnect means the store is a new one, without this job's state.
-    struct StoreHost {
-      std::string token;
-      std::string host;
-      int pid = 0;
-      int node_rank = -1;  // in the last round this node was assigned
-    };
-    StoreHost store_host;
-
-    static std::optional<StoreHost> read_store_host(store::StoreClient& c, const std::string& p) {
-      if (!c.check({p + "host"})) return std::nullopt;
-      auto value = c.get(p + "host");
-      try {
-        auto j = json::parse(value);
-        return StoreHost{j.at("token").get<std::string>(), j.at("host").get<std::string>(), j.value("pid", 0), -1};
-      } catch (const json::exception& e) {
-        spdlog::warn("rendezvous: ignoring a malformed host key ({}): {}", e.what(), value.substr(0, 200));
-        return std::nullopt;
-      }
-    }
-
-    std::string store_host_words() const {
-      if (store_host.token.empty()) return fmt::format("the supervisor that hosts {}", endpoint());
-      if (store_host.node_rank >= 0) {
-        return fmt::format("the supervisor of node {} (host {}, pid {})", store_host.node_rank, store_host.host,
-                           store_host.pid);
-      }
-      return fmt::format("the supervisor on host {} (pid {})", store_host.host, store_host.pid);
-    }
-
-    void close_with(std::string why) {
-      post([this, why = std::move(why)] {
-        if (cb.closed) cb.closed(why);
-      });
-    }
-
-    void run() {
-      using Clock = std::chrono::steady_clock;
-      const auto p = prefix(config);
-      const auto hb_interval = std::clamp<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 3, 50ms, 5000ms);
-      const auto chunk = std::min<std::chrono::milliseconds>(200ms, hb_interval);
-      // Once joined, the store must answer within this window (a heartbeat's reply, a wait's):
-      // meanwhile the client reconnects with backoff; past it, the store's host is gone.
-      const auto lost_window = config.store_lost_window();
-      enum class Mode { Idle, Assign, Running, Over } mode = Mode::Idle;
-      std::string key;  // the key we wait for
-      int round = -1;
-      auto join_started = Clock::now();
-      auto last_hb = Clock::now() - hb_interval;
-      bool unreachable_warned = false;  // one warning per outage; its time is last_contact's
-      auto last_contact = Clock::now();  // the store last answered
-      int reconnects = 0;                // attempts since it last answered
-      std::string last_error;
-      std::unique_ptr<store::StoreClient> client;
-      // The first connection may wait for the host to come up, for the join timeout; it is made in
-      // short tries, because the client reconnects with its own connect timeout later, and a link
-      // that goes dark must be noticed within the heartbeat timeout.
-      const auto retry_connect = std::max<std::chrono::milliseconds>(config.policy.heartbeat_timeout / 2, 1000ms);
-      const auto give_up = Clock::now() + config.policy.join_timeout;
-      while (!client && !stopping()) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
-        try {
-          client = connect(std::clamp<std::chrono::milliseconds>(left, 1ms, retry_connect));
-          if (auto h = read_store_host(*client, p)) store_host = *h;
-          last_contact = Clock::now();
-          std::lock_guard lock(mu);
-          connected = true;
-        } catch (const store::StoreError& e) {
-          client.reset();
-          if (Clock::now() < give_up) continue;
-          close_with(
-              fmt::format("cannot reach the rendezvous store at {} within the join timeout ({} s): {}. "
-                          "Check --rdzv-endpoint (the host that runs the first supervisor, and its "
-                          "port) and that this node can reach it",
-                          endpoint(), config.policy.join_timeout.count() / 1000, e.what()));
-          mode = Mode::Over;
-          break;
-        }
-      }
-      while (!stopping()) {
-        std::optional<Command> cmd;
-        {
-          std::unique_lock lock(mu);
-          if (commands.empty() && (mode == Mode::Idle || mode == Mode::Over)) {
-            cv.wait_for(lock, hb_interval, [&] { return stop || !commands.empty(); });
-          }
-          if (stop) break;
-          if (!commands.empty()) {
-            cmd = std::move(commands.front());
-            commands.pop_front();
-          }
-        }
-        if (mode == Mode::Over) {
-          if (cmd && cmd->then) post(cmd->then);
-          continue;
-        }
-        try {
-          if (!client) {
-            ++reconnects;
-            auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(last_contact + lost_window - Clock::now());
-            client = connect(std::clamp<std::chrono::milliseconds>(left, 1ms, retry_connect));
-            auto h = read_store_host(*client, p);
-            if (h && !store_host.token.empty() && h->token != store_host.token) {
-              // Someone restarted the host's supervisor: the rounds, the members and the workers'
-              // store of this job died with the old one, so there is nothing to rejoin.
-              mode = Mode::Over;
-              close_with(fmt::format(
-                  "the rendezvous store at {} came back as a new process (host {}, pid {}) after {} ms: this job's "
-                  "rendezvous state died with {}, so this node cannot go on: stopping its workers. Restart the "
-                  "job on every node",
-                  endpoint(), h->host, h->pid,
-                  std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_contact).count(),
-                  store_host_words()));
-              continue;
-            }
-            spdlog::info("rendezvous store {} reachable again after {} ms ({} reconnect attempt(s))", endpoint(),
-                         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_contact).count(),
-                         reconnects);
-            last_contact = Clock::now();
-            reconnects = 0;
-          }
-          if (cmd) {
-            switch (cmd->kind) {
-              case Command::Join:
-                ++info.seq;
-                client->set(fmt::format("{}join/{}/{}", p, info.token, info.seq), node_json(info).dump());
-                key = fmt::format("{}assign/{}/{}", p, info.token, info.seq);
-                mode = Mode::Assign;
-                join_started = Clock::now();
-                break;
-              case Command::Done:
-              case Command::Leave:
-                client->set(fmt::format("{}{}/{}", p, cmd->kind == Command::Done ? "done" : "leave", info.token),
-                            cmd->why);
-                mode = Mode::Over;
-                break;
-            }
-            if (cmd->then) post(cmd->then);
-            cmd.reset();
-          }
-          auto now = Clock::now();
-          if (now - last_hb >= hb_interval && mode != Mode::Over) {
-            // ADD, not SET: its reply is the proof that the store is still there.
-            client->add(fmt::format("{}hb/{}", p, info.token), 1);
-            last_hb = now;
-            last_contact = Clock::now();
-          }
-          unreachable_warned = false;
-          if (mode == Mode::Assign || mode == Mode::Running) {
-            try {
-              client->wait({key}, chunk);
-              last_contact = Clock::now();
-            } catch (const store::StoreTimeout& e) {
-              // A chunk passed (or, on a dark link, the wait's cancel got no answer: then no
-              // heartbeat gets one either, and the window below runs out).
-              if (Clock::now() - last_contact >= lost_window) throw;
-              if (mode == Mode::Assign && Clock::now() - join_started > config.policy.join_timeout) {
-                close_with(fmt::format("no rendezvous round admitted this node within the join timeout ({} s)",
-                                       config.policy.join_timeout.count() / 1000));
-                mode = Mode::Over;
-              }
-              continue;
-            }
-            auto j = json::parse(client->get(key));
-            if (j.contains("closed")) {
-              bool closed = j.value("closed", false);
-              std::string reason = j.value("reason", std::string("?"));
-              if (closed) {
-                mode = Mode::Over;
-                close_with(reason);
-              } else {
-                mode = Mode::Idle;
-                post([this, reason] {
-                  if (cb.round_ended) cb.round_ended(reason);
-                });
-              }
-            } else {
-              auto a = parse_assignment(j);
-              round = a.round;
-              store_host.node_rank = j.value("store_node_rank", -1);
-              key = fmt::format("{}wake/{}/{}", p, info.token, round);
-              mode = Mode::Running;
-              post([this, a] {
-                if (cb.assigned) cb.assigned(a);
-              });
-            }
-          }
-        } catch (const store::StoreError& e) {
-          // The store does not answer: reconnect (with backoff, in the client) until the window
-          // since its last answer runs out; then its host is gone, and nobody can go on.
-          client.reset();
-          last_error = e.what();
-          if (cmd && cmd->kind != Command::Join) {
-            // Done or Leave: the store is gone; nobody is left to tell.
-            if (cmd->then) post(cmd->then);
-            mode = Mode::Over;
-            continue;
-          }
-          if (cmd) {
-            std::lock_guard lock(mu);
-            commands.push_front(std::move(*cmd));
-          }
-          auto now = Clock::now();
-          if (!unreachable_warned) {
-            unreachable_warned = true;
-            spdlog::warn("rendezvous store {} not answering ({}); reconnecting for up to {} ms since its last answer",
-                         endpoint(), e.what(), lost_window.count());
-          }
-          if (now - last_contact >= lost_window) {
-            mode = Mode::Over;
-            close_with(fmt::format(
-                "the rendezvous store at {} is gone: no answer for {:.1f} s, reconnecting with backoff (last "
-                "error: {}). "
-                "It lived in {}, which was killed, or whose host is down or cut off from this node; the job's "
-                "rendezvous state died with it, so no node can go on: stopping this node's workers. Restart the "
-                "job on every node (--rdzv-conf store_lost_timeout=SECONDS waits longer for a flaky link; now {} s)",
-                endpoint(), std::chrono::duration<double>(now - last_contact).count(), last_error, store_host_words(),
-                std::chrono::duration<double>(lost_window).count()));
-            continue;
-          }
-          if (mode == Mode::Running && now - last_contact >= config.policy.heartbeat_timeout) {
-            // A longer store_lost_timeout: the host (if it lives) counts this node dead by now and
-            // the others go on without it; stop the workers and rejoin when the store answers again.
-            mode = Mode::Idle;
-            post([this, why = fmt::format("lost the rendezvous store {} for {} ms; rejoining when it answers again",
-                                          endpoint(), config.policy.heartbeat_timeout.count())] {
-              if (cb.round_ended) cb.round_ended(why);
-            });
-          }
-          std::unique_lock lock(mu);
-          cv.wait_for(lock, std::min<std::chrono::milliseconds>(200ms, hb_interval), [&] { return stop; });
-        } catch (const std::exception& e) {
-          mode = Mode::Over;
-          close_with(fmt::format("rendezvous: unexpected answer from {}: {}", endpoint(), e.what()));
-        }
-      }
-    }
-  };
-
-  std::shared_ptr<Core> core_;
-};
 
 }  // namespace
 
@@ -682,7 +324,7 @@ std::unique_ptr<Rendezvous> Rendezvous::create(asio::io_context& io, RendezvousC
                     config.endpoint_port);
     }
   }
-  return std::make_unique<RendezvousClient>(io, std::move(config), std::move(callbacks));
+  return make_rendezvous_client(io, std::move(config), std::move(callbacks));
 }
 
 }  // namespace ddp::launcher

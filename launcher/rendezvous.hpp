@@ -2,7 +2,8 @@
 // Rendezvous: the dynamic (c10d) rendezvous shell over the store. The supervisor that can bind
 // --rdzv-endpoint hosts the rendezvous store and runs the RendezvousMachine on its event loop;
 // every other supervisor joins through a StoreClient driven by one helper thread (the client is
-// synchronous), which posts what it learns back to the supervisor's event loop.
+// synchronous) that performs what the RendezvousClientMachine asks and posts what it learns back
+// to the supervisor's event loop (rendezvous_client.cpp).
 //
 // Key layout under "rdzv/<run id>/" (O(1) store operations per node and round; the host computes
 // the assignment once and writes one key per node):
@@ -28,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/rendezvous_machine.hpp"
+#include "launcher/rendezvous_client_machine.hpp"  // RoundAssignment; includes RendezvousMachine
 
 namespace ddp::launcher {
 
@@ -49,20 +50,6 @@ struct RendezvousConfig {
   std::chrono::milliseconds store_lost_window() const {
     return store_lost_timeout.count() > 0 ? store_lost_timeout : policy.heartbeat_timeout;
   }
-};
-
-// What this node learns when a round closes. Identical round/nnodes/world_size on every node.
-struct RoundAssignment {
-  int round = 0;
-  int node_rank = 0;
-  int nnodes = 1;
-  int world_size = 1;
-  int rank_base = 0;
-  int nproc = 1;
-  std::string master_addr;  // the workers' store
-  std::uint16_t master_port = 0;
-  std::vector<std::string> hosts;  // by node rank (empty on nodes that do not host, to keep O(1))
-  bool membership_changed = false;  // other nodes than in the round before
 };
 
 struct RendezvousCallbacks {
