@@ -16,6 +16,8 @@ struct ExitStatus {
 
   static ExitStatus exited(int code) { return {code, 0}; }
   static ExitStatus killed(int signo) { return {0, signo}; }
+  // A reaped process's pair: the signal when there is one (its exit code means nothing then).
+  static ExitStatus of(int exit_code, int signo) { return signo ? killed(signo) : exited(exit_code); }
   static ExitStatus from_wait_status(int wait_status);  // waitpid's status
 
   bool succeeded() const { return signal == 0 && exit_code == 0; }
