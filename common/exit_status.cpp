@@ -20,6 +20,10 @@ std::string describe_exit(const ExitStatus& status, const std::optional<std::str
   return fmt::format("killed by {}", sig::signal_name(status.signal));
 }
 
+std::string exit_predicate(const ExitStatus& status) {
+  return status.signal ? "was " + describe_exit(status) : describe_exit(status);
+}
+
 void put_exit_fields(nlohmann::json& fields, const ExitStatus& status) {
   fields["exit_code"] = status.signal ? nlohmann::json(nullptr) : nlohmann::json(status.exit_code);
   fields["signal"] = status.signal ? nlohmann::json(sig::signal_name(status.signal)) : nlohmann::json(nullptr);

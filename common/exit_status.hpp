@@ -29,6 +29,8 @@ struct ExitStatus {
 // "exited with code 3", "killed by SIGKILL"; with OOM evidence (a SIGKILL the OOM killer sent):
 // "killed by the OOM killer (EVIDENCE, SIGKILL)".
 std::string describe_exit(const ExitStatus& status, const std::optional<std::string>& oom_evidence = std::nullopt);
+// The same words after a subject ("rank 1 ...", "python3 ..."): "exited with code 3", "was killed by SIGKILL".
+std::string exit_predicate(const ExitStatus& status);
 
 // Into / out of an event: sets `exit_code` and `signal` (one of them null) in `fields`.
 void put_exit_fields(nlohmann::json& fields, const ExitStatus& status);

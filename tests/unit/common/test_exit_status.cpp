@@ -17,6 +17,8 @@ TEST_CASE("describe_exit: the supervisor summary's words") {
   CHECK(describe_exit(ExitStatus::killed(SIGKILL), std::string("memory.max=64 MiB")) ==
         "killed by the OOM killer (memory.max=64 MiB, SIGKILL)");
   CHECK(describe_exit(ExitStatus::exited(1), std::string("ignored: it exited")) == "exited with code 1");
+  CHECK(exit_predicate(ExitStatus::exited(3)) == "exited with code 3");
+  CHECK(exit_predicate(ExitStatus::killed(SIGTERM)) == "was killed by SIGTERM");
 }
 
 TEST_CASE("shell_code and from_wait_status: 128 + N for signal N") {
