@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <fstream>
 #include <set>
 
 #include "common/events.hpp"
@@ -144,4 +145,28 @@ TEST_CASE("a worker's bytes that are not UTF-8 are replaced, never a throw") {
   auto line = ev::to_line({rc, 1});
   CHECK(line.find("\\u0000") != std::string::npos);
   CHECK(ev::parse_line(line).as<ev::RootCause>()->error->find("bad ") == 0);
+}
+
+TEST_CASE("docs/events.schema.json describes every type and every field the structs write") {
+  std::ifstream in(DDP_EVENTS_SCHEMA);
+  REQUIRE(in);
+  const auto schema = json::parse(in);
+  const auto& defs = schema.at("$defs");
+  std::set<std::string> written;
+  for (const auto& payload : samples()) {
+    if (std::holds_alternative<ev::Unknown>(payload)) continue;
+    auto j = ev::to_json({payload, 1});
+    const auto type = j["event"].get<std::string>();
+    written.insert(type);
+    CAPTURE(j.dump());
+    REQUIRE(defs.contains(type));
+    const auto& def = defs[type];
+    CHECK(def["properties"]["event"]["const"] == type);
+    for (const auto& [key, value] : j.items()) CHECK_MESSAGE(def["properties"].contains(key), key);
+    for (const auto& key : def["required"]) CHECK_MESSAGE(j.contains(key.get<std::string>()), key);
+  }
+  std::set<std::string> described;
+  for (const auto& [type, def] : defs.items()) described.insert(type);
+  CHECK(written == described);
+  CHECK(schema["oneOf"].size() == defs.size());
 }
