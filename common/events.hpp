@@ -26,10 +26,10 @@ inline constexpr int kSchemaVersion = 1;
 
 // Each struct: kType (the "event" value) and `fields`, which names every JSON field once for both
 // directions (events.cpp). std::optional fields are written as null when empty.
-#define DDP_EVENT_FIELDS(...)                  \
-  template <class Self, class F>               \
-  static void fields(Self& self, F&& field) {  \
-    __VA_ARGS__                                \
+#define DDP_EVENT_FIELDS(...)                 \
+  template <class Self, class F>              \
+  static void fields(Self& self, F&& field) { \
+    __VA_ARGS__                               \
   }
 
 struct Started {
@@ -46,10 +46,10 @@ struct Started {
   bool memory_cgroup = false;
   bool operator==(const Started&) const = default;
   DDP_EVENT_FIELDS(field("run_id", self.run_id); field("world_size", self.world_size); field("nproc", self.nproc);
-                   field("node_rank", self.node_rank); field("store", self.store);
-                   field("filestore", self.filestore); field("master_addr", self.master_addr);
-                   field("master_port", self.master_port); field("supervisor_pid", self.supervisor_pid);
-                   field("run_dir", self.run_dir); field("log_dir", self.log_dir); field("cgroup", self.cgroup);
+                   field("node_rank", self.node_rank); field("store", self.store); field("filestore", self.filestore);
+                   field("master_addr", self.master_addr); field("master_port", self.master_port);
+                   field("supervisor_pid", self.supervisor_pid); field("run_dir", self.run_dir);
+                   field("log_dir", self.log_dir); field("cgroup", self.cgroup);
                    field("memory_cgroup", self.memory_cgroup);)
 };
 
@@ -209,7 +209,7 @@ using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousCl
 // One line of the stream.
 struct Event {
   Payload payload;
-  double time = 0;              // seconds since the epoch
+  double time = 0;               // seconds since the epoch
   int version = kSchemaVersion;  // "v"
   bool operator==(const Event&) const = default;
 

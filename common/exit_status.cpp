@@ -16,7 +16,8 @@ ExitStatus ExitStatus::from_wait_status(int wait_status) {
 
 std::string describe_exit(const ExitStatus& status, const std::optional<std::string>& oom_evidence) {
   if (status.signal == 0) return fmt::format("exited with code {}", status.exit_code);
-  if (oom_evidence) return fmt::format("killed by the OOM killer ({}, {})", *oom_evidence, sig::signal_name(status.signal));
+  if (oom_evidence)
+    return fmt::format("killed by the OOM killer ({}, {})", *oom_evidence, sig::signal_name(status.signal));
   return fmt::format("killed by {}", sig::signal_name(status.signal));
 }
 

@@ -36,7 +36,8 @@ struct RankFailure {
   std::string text;  // "rank 1 exited with code 3: ValueError: boom"
 };
 
-std::optional<RankFailure> rank_failure_of(int rank, const ExitStatus& status, const std::optional<std::string>& error) {
+std::optional<RankFailure> rank_failure_of(int rank, const ExitStatus& status,
+                                           const std::optional<std::string>& error) {
   if (status.succeeded()) return std::nullopt;
   RankFailure f{status.shell_code(), fmt::format("rank {} {}", rank, exit_predicate(status))};
   if (error) {

@@ -39,9 +39,9 @@
 #include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/failure_hints.hpp"
+#include "launcher/filtered_log_writer.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
-#include "launcher/filtered_log_writer.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
@@ -223,20 +223,20 @@ class Supervisor {
     }
     arm_signals();
     arm_sigchld();
-    events_.emit(events::Started{
-        .run_id = config_.run_id,
-        .world_size = plan_.front().world_size,
-        .nproc = config_.plan.nproc_per_node,
-        .node_rank = config_.plan.node_rank,
-        .store = store_mode_name(),
-        .filestore = filestore_.string(),
-        .master_addr = config_.master_addr,
-        .master_port = master_port_,
-        .supervisor_pid = ::getpid(),
-        .run_dir = config_.run_dir.string(),
-        .log_dir = config_.writes_log_files() ? std::optional(config_.run_dir.string()) : std::nullopt,
-        .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
-        .memory_cgroup = cgroups_.memory_accounting()});
+    events_.emit(
+        events::Started{.run_id = config_.run_id,
+                        .world_size = plan_.front().world_size,
+                        .nproc = config_.plan.nproc_per_node,
+                        .node_rank = config_.plan.node_rank,
+                        .store = store_mode_name(),
+                        .filestore = filestore_.string(),
+                        .master_addr = config_.master_addr,
+                        .master_port = master_port_,
+                        .supervisor_pid = ::getpid(),
+                        .run_dir = config_.run_dir.string(),
+                        .log_dir = config_.writes_log_files() ? std::optional(config_.run_dir.string()) : std::nullopt,
+                        .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
+                        .memory_cgroup = cgroups_.memory_accounting()});
     if (rdzv_) {
       rdzv_->join();  // the group starts when the first round closes
     } else {
@@ -385,7 +385,8 @@ class Supervisor {
       for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
       spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(),
                    sup.value("pid", 0), record.string(), pids);
-      events_.emit(events::SweptPredecessor{.supervisor_pid = sup.value("pid", 0), .pids = {killed.begin(), killed.end()}});
+      events_.emit(
+          events::SweptPredecessor{.supervisor_pid = sup.value("pid", 0), .pids = {killed.begin(), killed.end()}});
     }
     std::error_code ec;
     fs::remove(record, ec);
@@ -432,9 +433,11 @@ class Supervisor {
     gpu_watch_.start();
     spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
                  a.rank_base, a.rank_base + a.nproc - 1, a.world_size);
-    events_.emit(events::RendezvousComplete{
-        .attempt = std::nullopt, .round = a.round, .node_rank = a.node_rank, .world_size = a.world_size,
-        .nodes = a.nnodes});
+    events_.emit(events::RendezvousComplete{.attempt = std::nullopt,
+                                            .round = a.round,
+                                            .node_rank = a.node_rank,
+                                            .world_size = a.world_size,
+                                            .nodes = a.nnodes});
     if (machine_.state() == GroupState::Init) {
       dispatch(event::Start{});
       return;
@@ -503,9 +506,11 @@ class Supervisor {
         rendezvous_announced_ = true;
         rendezvous_timer_.cancel();
         if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
-        events_.emit(events::RendezvousComplete{
-            .attempt = machine_.attempt(), .round = std::nullopt, .node_rank = std::nullopt,
-            .world_size = plan_.front().world_size, .nodes = config_.plan.nnodes});
+        events_.emit(events::RendezvousComplete{.attempt = machine_.attempt(),
+                                                .round = std::nullopt,
+                                                .node_rank = std::nullopt,
+                                                .world_size = plan_.front().world_size,
+                                                .nodes = config_.plan.nnodes});
       });
       master_port_ = store_->port();
       spdlog::info("{} store (agent) listening on {}:{}", rdzv_ ? "workers'" : "rendezvous", sc.host, master_port_);
@@ -1064,14 +1069,13 @@ class Supervisor {
                          w ? w->ranks.group_rank : config_.plan.node_rank, node_name_, x->pid, how, fmt::localtime(t));
       const auto& error_file = error_files[a.observed];
       if (first) {
-        events_.emit(events::RootCause{
-            .attempt = machine_.attempt(),
-            .rank = w ? w->ranks.rank : x->local_rank,
-            .local_rank = x->local_rank,
-            .pid = x->pid,
-            .status = ExitStatus::of(x->exit_code, x->signal),
-            .role = std::string(failure_role_name(a.role)),
-            .error = error_file ? std::optional(error_file->message) : std::nullopt});
+        events_.emit(events::RootCause{.attempt = machine_.attempt(),
+                                       .rank = w ? w->ranks.rank : x->local_rank,
+                                       .local_rank = x->local_rank,
+                                       .pid = x->pid,
+                                       .status = ExitStatus::of(x->exit_code, x->signal),
+                                       .role = std::string(failure_role_name(a.role)),
+                                       .error = error_file ? std::optional(error_file->message) : std::nullopt});
       }
       if (first && w) {
         if (error_file) out += fmt::format("    error file: {}\n", error_file->message);
@@ -1105,8 +1109,11 @@ class Supervisor {
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
   void on_gpu_sample(const GpuSample& s) {
-    events_.emit(events::GpuSample{.rank = s.rank, .local_rank = s.local_rank, .device = s.device,
-                                   .util = s.sample.util_percent, .mem_used_mib = s.mem_used_mib(),
+    events_.emit(events::GpuSample{.rank = s.rank,
+                                   .local_rank = s.local_rank,
+                                   .device = s.device,
+                                   .util = s.sample.util_percent,
+                                   .mem_used_mib = s.mem_used_mib(),
                                    .mem_total_mib = s.mem_total_mib()});
     int attempt = machine_.attempt();
     metrics_.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
@@ -1115,9 +1122,12 @@ class Supervisor {
 
   void on_gpu_low(const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
     console_.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
-    events_.emit(events::GpuLowUtil{.rank = s.rank, .local_rank = s.local_rank, .device = s.device,
+    events_.emit(events::GpuLowUtil{.rank = s.rank,
+                                    .local_rank = s.local_rank,
+                                    .device = s.device,
                                     .mean_util = a.mean_util,
-                                    .seconds = std::chrono::duration<double>(a.lasted).count(), .message = text});
+                                    .seconds = std::chrono::duration<double>(a.lasted).count(),
+                                    .message = text});
   }
 
   const SupervisorConfig& config_;

@@ -19,8 +19,8 @@ std::vector<ev::Payload> samples() {
   return {
       ev::Started{"job7", 4, 2, 1, "agent", "", "10.0.0.1", 29500, 4242, "/tmp/r", std::nullopt,
                   std::string("/sys/fs/cgroup/x"), true},
-      ev::Started{"none", 1, 1, 0, "file", "/tmp/fs", "127.0.0.1", 0, 1, "/tmp/r", std::string("/tmp/r"),
-                  std::nullopt, false},
+      ev::Started{"none", 1, 1, 0, "file", "/tmp/fs", "127.0.0.1", 0, 1, "/tmp/r", std::string("/tmp/r"), std::nullopt,
+                  false},
       ev::SweptPredecessor{77, {101, 102}},
       ev::RoundEnded{3, "node b left"},
       ev::RendezvousClosed{4, "the job ended"},
@@ -131,8 +131,8 @@ TEST_CASE("a known type with a missing or mistyped field is a clear error") {
   };
   CHECK(error_of(R"({"event":"finished","time":1,"state":"FAILED","attempts":1,"restarts":0})") ==
         "finished event: field \"exit_code\" is missing");
-  CHECK(error_of(R"({"event":"restarting","attempt":"1","failed_attempt":0})").find(
-            "restarting event: field \"attempt\" is not an integer") == 0);
+  CHECK(error_of(R"({"event":"restarting","attempt":"1","failed_attempt":0})")
+            .find("restarting event: field \"attempt\" is not an integer") == 0);
   CHECK(error_of(R"({"event":"rank_exited","attempt":0,"rank":0,"local_rank":0,"pid":1,"oom":false})")
             .find("rank_exited event: field \"exit_code\"") == 0);
   CHECK(error_of(R"({"time":1})").find("an event names its type") == 0);

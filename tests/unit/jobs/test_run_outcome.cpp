@@ -70,9 +70,8 @@ TEST_CASE("judge_run: the finished event decides; else the supervisor's wait sta
   CHECK(ok.exit_code == 0);
   CHECK(ok.text == "all ranks exited with code 0");
 
-  auto failed = judge_run(
-      fold({rank_exited(1, ExitStatus::exited(3)), finished(1)}),
-      RunEnd{exited(1), std::nullopt, 7, "/r"});
+  auto failed =
+      judge_run(fold({rank_exited(1, ExitStatus::exited(3)), finished(1)}), RunEnd{exited(1), std::nullopt, 7, "/r"});
   CHECK_FALSE(failed.succeeded);
   CHECK(failed.exit_code == 1);
   CHECK(failed.text == "rank 1 exited with code 3");
