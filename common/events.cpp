@@ -30,6 +30,10 @@ struct Writer {
   void omit_empty(const char* name, const std::optional<T>& value) const {
     if (value) out[name] = *value;
   }
+  template <class T>
+  void added(const char* name, const T& value) const {
+    (*this)(name, value);
+  }
   void exit(const ExitStatus& status) const { put_exit_fields(out, status); }
 };
 
@@ -70,6 +74,10 @@ struct Reader {
   template <class T>
   void omit_empty(const char* name, std::optional<T>& out) const {
     (*this)(name, out);
+  }
+  template <class T>
+  void added(const char* name, T& out) const {
+    if (in.contains(name)) (*this)(name, out);
   }
   void exit(ExitStatus& status) const {
     auto got = exit_from_fields(in);

@@ -25,7 +25,9 @@ namespace ddp::events {
 inline constexpr int kSchemaVersion = 1;
 
 // Each struct: kType (the "event" value) and `fields`, which names every JSON field once for both
-// directions (events.cpp). std::optional fields are written as null when empty.
+// directions (events.cpp). std::optional fields are written as null when empty. `field.added`: a
+// field added to the event after supervisors had written it without: always written, and read with
+// its default when an older line lacks it (every field added from now on is declared so).
 #define DDP_EVENT_FIELDS(...)                 \
   template <class Self, class F>              \
   static void fields(Self& self, F&& field) { \
@@ -46,11 +48,11 @@ struct Started {
   bool memory_cgroup = false;
   bool operator==(const Started&) const = default;
   DDP_EVENT_FIELDS(field("run_id", self.run_id); field("world_size", self.world_size); field("nproc", self.nproc);
-                   field("node_rank", self.node_rank); field("store", self.store); field("filestore", self.filestore);
-                   field("master_addr", self.master_addr); field("master_port", self.master_port);
-                   field("supervisor_pid", self.supervisor_pid); field("run_dir", self.run_dir);
-                   field("log_dir", self.log_dir); field("cgroup", self.cgroup);
-                   field("memory_cgroup", self.memory_cgroup);)
+                   field("node_rank", self.node_rank); field("store", self.store);
+                   field.added("filestore", self.filestore); field("master_addr", self.master_addr);
+                   field("master_port", self.master_port); field("supervisor_pid", self.supervisor_pid);
+                   field.added("run_dir", self.run_dir); field.added("log_dir", self.log_dir);
+                   field.added("cgroup", self.cgroup); field.added("memory_cgroup", self.memory_cgroup);)
 };
 
 struct SweptPredecessor {
@@ -119,7 +121,7 @@ struct RankExited {
   bool oom = false;   // a SIGKILL the OOM killer sent
   bool operator==(const RankExited&) const = default;
   DDP_EVENT_FIELDS(field("attempt", self.attempt); field("rank", self.rank); field("local_rank", self.local_rank);
-                   field("pid", self.pid); field.exit(self.status); field("oom", self.oom);)
+                   field("pid", self.pid); field.exit(self.status); field.added("oom", self.oom);)
 };
 
 struct GroupStopping {
@@ -134,7 +136,7 @@ struct Restarting {
   static constexpr std::string_view kType = "restarting";
   int attempt = 0, failed_attempt = 0;
   bool operator==(const Restarting&) const = default;
-  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("failed_attempt", self.failed_attempt);)
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field.added("failed_attempt", self.failed_attempt);)
 };
 
 struct Finished {
@@ -143,8 +145,8 @@ struct Finished {
   std::string state;  // the group's final state: SUCCEEDED | FAILED | INTERRUPTED
   int attempts = 0, restarts = 0;
   bool operator==(const Finished&) const = default;
-  DDP_EVENT_FIELDS(field("exit_code", self.exit_code); field("state", self.state); field("attempts", self.attempts);
-                   field("restarts", self.restarts);)
+  DDP_EVENT_FIELDS(field("exit_code", self.exit_code); field("state", self.state);
+                   field.added("attempts", self.attempts); field.added("restarts", self.restarts);)
 };
 
 struct RendezvousTimeout {
@@ -209,7 +211,7 @@ using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousCl
 // One line of the stream.
 struct Event {
   Payload payload;
-  double time = 0;               // seconds since the epoch
+  double time = 0;               // seconds since the epoch; 0 when a line had none
   int version = kSchemaVersion;  // "v"
   bool operator==(const Event&) const = default;
 

@@ -319,7 +319,8 @@ void JobManager::read_events(Job& job) {
   const auto& lines = chunk.events;
   db_.transaction([&] {
     for (const auto& line : lines) {
-      db_.add_event(job.rec.id, {line.event.time, std::max(0, job.rec.runs - 1), events::type_name(line.event.payload),
+      db_.add_event(job.rec.id, {line.event.time > 0 ? line.event.time : now_seconds(), std::max(0, job.rec.runs - 1),
+                                 events::type_name(line.event.payload),
                                  line.raw.dump(-1, ' ', false, json::error_handler_t::replace)});
     }
     job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
@@ -335,7 +336,8 @@ void JobManager::apply_event(Job& job, const events::Event& ev) {
     job.rec.restarts += 1;
     ++restarts_total_;
     persist(job);
-  } else if (const auto* started = ev.as<events::Started>(); started && !job.rec.run_dir.empty()) {
+  } else if (const auto* started = ev.as<events::Started>();
+             started && !started->run_dir.empty() && !job.rec.run_dir.empty()) {
     link_run_records(job.rec.run_dir, started->run_dir);
   }
   if (auto next = state_after_supervisor_event(job.rec.state, ev.payload)) {

@@ -98,6 +98,25 @@ TEST_CASE("lines the supervisor wrote before the contract (no \"v\") read as ver
   CHECK(*rdzv.as<ev::RendezvousComplete>() == ev::RendezvousComplete{0, std::nullopt, std::nullopt, 2, 1});
 }
 
+TEST_CASE("fields added after an event was first written read with their defaults from older lines") {
+  // rank_exited before OOM evidence, restarting and finished before their counts, started before cgroups.
+  auto exited = ev::parse_line(R"({"attempt":0,"event":"rank_exited","exit_code":3,"local_rank":1,"pid":9,)"
+                               R"("rank":1,"signal":null,"time":1.0})");
+  CHECK(*exited.as<ev::RankExited>() == ev::RankExited{0, 1, 1, 9, ExitStatus::exited(3), false});
+  CHECK(*ev::parse_line(R"({"event":"restarting","attempt":1,"time":1.0})").as<ev::Restarting>() ==
+        ev::Restarting{1, 0});
+  CHECK(*ev::parse_line(R"({"event":"finished","exit_code":0,"state":"SUCCEEDED","time":1.0})").as<ev::Finished>() ==
+        ev::Finished{0, "SUCCEEDED", 0, 0});
+  auto started = ev::parse_line(R"({"event":"started","run_id":"none","world_size":2,"nproc":2,"node_rank":0,)"
+                                R"("store":"agent","master_addr":"127.0.0.1","master_port":1,"supervisor_pid":2,)"
+                                R"("time":1.0})");
+  REQUIRE(started.as<ev::Started>());
+  CHECK(started.as<ev::Started>()->run_dir.empty());
+  CHECK_FALSE(started.as<ev::Started>()->cgroup);
+  // A field there from the start stays required.
+  CHECK_THROWS_AS(ev::parse_line(R"({"event":"restarting","failed_attempt":0,"time":1.0})"), ev::ParseError);
+}
+
 TEST_CASE("the JSON keeps the field names the readers know, and no empty optional of rendezvous_complete") {
   auto j = ev::to_json({ev::RankExited{2, 5, 1, 9, ExitStatus::exited(3), false}, 1.5});
   CHECK(j == json::parse(R"({"attempt":2,"event":"rank_exited","exit_code":3,"local_rank":1,"oom":false,"pid":9,)"
