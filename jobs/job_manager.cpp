@@ -296,6 +296,16 @@ void JobManager::on_run_update(Job& job, const RunUpdate& u) {
 // ---------------------------------------------------------------------------------------------
 // The supervisor's event stream
 
+namespace {
+// The worker-group attempt an event names (0 for a dynamic round, which names none).
+int attempt_of(const events::Payload& event) {
+  if (const auto* e = std::get_if<events::RankStarted>(&event)) return e->attempt;
+  if (const auto* e = std::get_if<events::Restarting>(&event)) return e->attempt;
+  if (const auto* e = std::get_if<events::RendezvousComplete>(&event)) return e->attempt.value_or(0);
+  return 0;
+}
+}  // namespace
+
 void JobManager::read_events(Job& job) {
   if (job.rec.run_dir.empty()) return;
   std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl", std::ios::binary);
@@ -308,30 +318,30 @@ void JobManager::read_events(Job& job) {
     spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
   const auto& lines = chunk.events;
   db_.transaction([&] {
-    for (const auto& ev : lines) {
-      db_.add_event(job.rec.id, {ev.value("time", now_seconds()), std::max(0, job.rec.runs - 1),
-                                 ev.value("event", std::string("unknown")),
-                                 ev.dump(-1, ' ', false, json::error_handler_t::replace)});
+    for (const auto& line : lines) {
+      db_.add_event(job.rec.id, {line.event.time > 0 ? line.event.time : now_seconds(), std::max(0, job.rec.runs - 1),
+                                 events::type_name(line.event.payload),
+                                 line.raw.dump(-1, ' ', false, json::error_handler_t::replace)});
     }
     job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
     persist(job);
   });
-  for (const auto& ev : lines) apply_event(job, ev);
+  for (const auto& line : lines) apply_event(job, line.event);
   notify(job.rec.id);
 }
 
-void JobManager::apply_event(Job& job, const json& ev) {
+void JobManager::apply_event(Job& job, const events::Event& ev) {
   absorb_event(job.run, ev);  // the run's memory: the same fold a restarted daemon replays
-  auto type = ev.value("event", std::string());
-  if (type == "restarting") {
+  if (ev.as<events::Restarting>()) {
     job.rec.restarts += 1;
     ++restarts_total_;
     persist(job);
-  } else if (type == "started" && ev.contains("run_dir") && ev["run_dir"].is_string() && !job.rec.run_dir.empty()) {
-    link_run_records(job.rec.run_dir, ev["run_dir"].get<std::string>());
+  } else if (const auto* started = ev.as<events::Started>();
+             started && !started->run_dir.empty() && !job.rec.run_dir.empty()) {
+    link_run_records(job.rec.run_dir, started->run_dir);
   }
-  if (auto next = state_after_supervisor_event(job.rec.state, type)) {
-    int attempt = ev.value("attempt", 0);
+  if (auto next = state_after_supervisor_event(job.rec.state, ev.payload)) {
+    int attempt = attempt_of(ev.payload);
     const auto& after = job.run.previous_failure;
     std::string reason = *next == JobState::Running
                              ? fmt::format("ranks started (run {}, attempt {})", job.rec.runs - 1, attempt)
@@ -350,7 +360,7 @@ void JobManager::replay_events(Job& job) {
   std::string data(static_cast<std::size_t>(job.rec.events_offset), '\0');
   in.read(data.data(), static_cast<std::streamsize>(data.size()));
   data.resize(static_cast<std::size_t>(in.gcount()));
-  for (const auto& ev : parse_event_lines(data).events) absorb_event(job.run, ev);
+  for (const auto& line : parse_event_lines(data).events) absorb_event(job.run, line.event);
 }
 
 // ---------------------------------------------------------------------------------------------

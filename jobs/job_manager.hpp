@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/events.hpp"
 #include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
 #include "jobs/inotify.hpp"
@@ -80,7 +81,7 @@ class JobManager {
   static RunHandle run_of(const Job& job);
   static bool run_live(const Job& job);
   void read_events(Job& job);
-  void apply_event(Job& job, const nlohmann::json& event);
+  void apply_event(Job& job, const events::Event& event);
   void replay_events(Job& job);
   // Recovery (job_recovery.cpp)
   enum class Recovered { Nothing, Adopted, Settled, Requeued };

@@ -46,13 +46,13 @@ bool can_transition(JobState from, JobState to) {
   return false;
 }
 
-std::optional<JobState> state_after_supervisor_event(JobState current, std::string_view event) {
+std::optional<JobState> state_after_supervisor_event(JobState current, const events::Payload& event) {
   if (current == JobState::Cancelling || is_terminal(current)) return std::nullopt;
-  if (event == "rank_started" || event == "rendezvous_complete") {
+  if (std::holds_alternative<events::RankStarted>(event) || std::holds_alternative<events::RendezvousComplete>(event)) {
     if (current == JobState::Starting || current == JobState::Restarting) return JobState::Running;
     return std::nullopt;
   }
-  if (event == "restarting") {
+  if (std::holds_alternative<events::Restarting>(event)) {
     if (current == JobState::Running || current == JobState::Starting) return JobState::Restarting;
   }
   return std::nullopt;

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/events.hpp"
+
 namespace ddp::jobs {
 
 enum class JobState { Pending, Starting, Running, Restarting, Cancelling, Succeeded, Failed, Cancelled };
@@ -23,6 +25,6 @@ bool can_transition(JobState from, JobState to);
 // What a line of the supervisor's event stream (`ddp-launch run --events`) means for the job,
 // while the supervisor runs; `finished` is decided by the daemon (retry, cancel), not here.
 // Returns the new state, or nullopt when the event changes nothing.
-std::optional<JobState> state_after_supervisor_event(JobState current, std::string_view event);
+std::optional<JobState> state_after_supervisor_event(JobState current, const events::Payload& event);
 
 }  // namespace ddp::jobs

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "common/duration.hpp"
-#include "common/signals.hpp"
+#include "common/exit_status.hpp"
 
 namespace ddp::jobs {
 
@@ -36,42 +36,41 @@ struct RankFailure {
   std::string text;  // "rank 1 exited with code 3: ValueError: boom"
 };
 
-std::optional<RankFailure> rank_failure_of(const json& ev) {
-  const bool signalled = ev.contains("signal") && ev["signal"].is_string();
-  std::optional<int> code;
-  if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) code = ev["exit_code"].get<int>();
-  if (signalled) code = 128 + sig::signal_number(ev["signal"].get<std::string>()).value_or(0);
-  if (!code || *code == 0) return std::nullopt;
-  RankFailure f{
-      *code, signalled ? fmt::format("rank {} was killed by {}", ev.value("rank", -1), ev["signal"].get<std::string>())
-                       : fmt::format("rank {} exited with code {}", ev.value("rank", -1), *code)};
-  if (ev.contains("error") && ev["error"].is_string()) {
-    auto error = first_error_line(ev["error"].get<std::string>());
-    if (!error.empty()) f.text += ": " + error;
+std::optional<RankFailure> rank_failure_of(int rank, const ExitStatus& status,
+                                           const std::optional<std::string>& error) {
+  if (status.succeeded()) return std::nullopt;
+  RankFailure f{status.shell_code(), fmt::format("rank {} {}", rank, exit_predicate(status))};
+  if (error) {
+    auto line = first_error_line(*error);
+    if (!line.empty()) f.text += ": " + line;
   }
   return f;
 }
 
 }  // namespace
 
-void absorb_event(RunMemory& m, const json& ev) {
-  auto type = ev.value("event", std::string());
-  if (type == "rank_exited" || type == "root_cause") {
-    // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
-    // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
-    // streams have no root_cause: the first failing rank_exited stays the reason.
-    auto failure = rank_failure_of(ev);
-    if (failure && (type == "root_cause" || !m.first_failure_code)) {
+void absorb_event(RunMemory& m, const events::Event& ev) {
+  // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
+  // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
+  // streams have no root_cause: the first failing rank_exited stays the reason.
+  if (const auto* exited = ev.as<events::RankExited>()) {
+    auto failure = rank_failure_of(exited->rank, exited->status, std::nullopt);
+    if (failure && !m.first_failure_code) {
       m.first_failure_code = failure->code;
       m.first_failure = failure->text;
     }
-  } else if (type == "restarting") {
+  } else if (const auto* cause = ev.as<events::RootCause>()) {
+    if (auto failure = rank_failure_of(cause->rank, cause->status, cause->error)) {
+      m.first_failure_code = failure->code;
+      m.first_failure = failure->text;
+    }
+  } else if (ev.as<events::Restarting>()) {
     m.previous_failure = m.first_failure;
     m.first_failure_code.reset();
     m.first_failure.clear();
-  } else if (type == "finished") {
+  } else if (const auto* finished = ev.as<events::Finished>()) {
     m.finished_seen = true;
-    if (ev.contains("exit_code") && ev["exit_code"].is_number_integer()) m.finished_exit = ev["exit_code"].get<int>();
+    m.finished_exit = finished->exit_code;
   }
 }
 
@@ -97,7 +96,9 @@ EventLines parse_event_lines(std::string_view data) {
     start = nl + 1;
     if (line.empty()) continue;
     try {
-      out.events.push_back(json::parse(line));
+      auto raw = json::parse(line);
+      auto event = events::from_json(raw);
+      out.events.push_back({std::move(event), std::move(raw)});
     } catch (const std::exception& e) {
       out.unreadable.emplace_back(e.what());
     }
@@ -110,13 +111,16 @@ namespace {
 std::string failure_text(const RunMemory& m, const RunEnd& end) {
   if (!m.first_failure.empty()) return m.first_failure;
   const auto& ws = end.wait_status;
-  if (m.finished_seen) return fmt::format("the supervisor exited with code {}", m.finished_exit.value_or(-1));
+  if (m.finished_seen) {
+    return fmt::format("the supervisor {}", exit_predicate(ExitStatus::exited(m.finished_exit.value_or(-1))));
+  }
   if (ws && WIFSIGNALED(*ws)) {
-    return fmt::format("the supervisor (pid {}) was killed by signal {} before it finished", end.pid, WTERMSIG(*ws));
+    return fmt::format("the supervisor (pid {}) {} before it finished", end.pid,
+                       exit_predicate(ExitStatus::from_wait_status(*ws)));
   }
   if (ws && WIFEXITED(*ws)) {
-    return fmt::format("the supervisor (pid {}) exited with code {} before it started the job (see {}/supervisor.log)",
-                       end.pid, WEXITSTATUS(*ws), end.run_dir);
+    return fmt::format("the supervisor (pid {}) {} before it started the job (see {}/supervisor.log)", end.pid,
+                       exit_predicate(ExitStatus::from_wait_status(*ws)), end.run_dir);
   }
   return fmt::format("the supervisor (pid {}) ended without a finished event (see {}/supervisor.log)", end.pid,
                      end.run_dir);
@@ -130,10 +134,8 @@ RunVerdict judge_run(const RunMemory& m, const RunEnd& end) {
   v.exit_code = end.recorded_exit;
   if (m.finished_exit) {
     v.exit_code = m.finished_exit;
-  } else if (ws && WIFEXITED(*ws)) {
-    v.exit_code = WEXITSTATUS(*ws);
-  } else if (ws && WIFSIGNALED(*ws)) {
-    v.exit_code = 128 + WTERMSIG(*ws);
+  } else if (ws && (WIFEXITED(*ws) || WIFSIGNALED(*ws))) {
+    v.exit_code = ExitStatus::from_wait_status(*ws).shell_code();
   }
   v.succeeded = m.finished_seen ? m.finished_exit == 0 : v.exit_code == 0;
   if (v.succeeded) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/events.hpp"
 #include "jobs/job_spec.hpp"
 
 namespace ddp::jobs {
@@ -25,15 +26,21 @@ struct RunMemory {
 // Folds one supervisor event into `m`: rank_exited / root_cause (the failure; root_cause is the
 // verdict and replaces a rank_exited), restarting (a fresh attempt: the failure moves to
 // previous_failure), finished (the supervisor's exit code). Other events change nothing here.
-void absorb_event(RunMemory& m, const nlohmann::json& ev);
+void absorb_event(RunMemory& m, const events::Event& ev);
 
 // The executor's own report of the end (no event stream: Slurm).
 void absorb_executor_end(RunMemory& m, bool succeeded, int exit_code, const std::string& reason);
 
-// The complete lines of `data` as JSON events; `consumed`: bytes up to the last newline (a
-// partial line waits for the rest); `unreadable`: one message per line that is not JSON.
+// The complete lines of `data` as events (common/events.hpp), each with its JSON as written (the
+// daemon's database keeps that: fields this reader does not know included); `consumed`: bytes up
+// to the last newline (a partial line waits for the rest); `unreadable`: one message per line that
+// is not JSON or not a well-formed event.
+struct EventLine {
+  events::Event event;
+  nlohmann::json raw;
+};
 struct EventLines {
-  std::vector<nlohmann::json> events;
+  std::vector<EventLine> events;
   std::size_t consumed = 0;
   std::vector<std::string> unreadable;
 };

@@ -33,6 +33,7 @@
 
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
+#include "common/exit_status.hpp"
 #include "common/gpu.hpp"
 #include "common/proc.hpp"
 #include "common/subprocess.hpp"
@@ -400,8 +401,7 @@ DoctorCheck judge_python(const std::string& given, const std::string& interprete
     if (!parsed.is_discarded() && parsed.is_object()) report = std::move(parsed);
   }
   if (!report) {
-    const auto how = run.signal != 0 ? fmt::format("was killed by signal {}", run.signal)
-                                     : fmt::format("exited with status {}", run.exit_code);
+    const auto how = exit_predicate(ExitStatus::of(run.exit_code, run.signal));
     const auto said = tail_of(run.output);
     c.finding = fmt::format("{} {} without answering whether it has torch{}", who, how,
                             said.empty() ? " (it printed nothing)" : ": " + said);

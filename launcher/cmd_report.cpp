@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/exit_status.hpp"
 #include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/report.hpp"
@@ -72,8 +73,7 @@ void write_png(const fs::path& out, const std::string& svg) {
   }
   if (!r.ok()) {
     auto why = r.timed_out ? fmt::format("ran past {} s", kTimeout.count())
-               : r.signal  ? fmt::format("killed by signal {}", r.signal)
-                           : fmt::format("exit {}", r.exit_code);
+                           : describe_exit(ExitStatus::of(r.exit_code, r.signal));
     fs::remove(out, ec);
     throw Error(
         fmt::format("cannot render {} as PNG: rsvg-convert failed ({}): {}. Give --out a .svg name to keep "

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/exit_status.hpp"
 #include "common/subprocess.hpp"
 #include "launcher/sbatch_script.hpp"
 #include "launcher/slurm_job.hpp"
@@ -33,7 +34,8 @@ CommandRun run_slurm_client(const std::vector<std::string>& argv, std::chrono::m
 std::string submit_batch_script(const std::string& script_path, std::chrono::milliseconds timeout) {
   auto r = run_slurm_client({"sbatch", "--parsable", script_path}, timeout);
   if (r.exit_code != 0) {
-    throw Error(fmt::format("sbatch exited {}: {}", r.exit_code, trimmed(r.errors.empty() ? r.output : r.errors)));
+    throw Error(fmt::format("sbatch {}: {}", describe_exit(ExitStatus::of(r.exit_code, r.signal)),
+                            trimmed(r.errors.empty() ? r.output : r.errors)));
   }
   return job_id_from_parsable(r.output);
 }
@@ -42,7 +44,8 @@ std::optional<SlurmJobInfo> query_job(const std::string& job_id, std::chrono::mi
   auto r = run_slurm_client({"scontrol", "-o", "show", "job", job_id}, timeout);
   if (r.exit_code != 0) {
     if (r.errors.find("Invalid job id") != std::string::npos) return std::nullopt;
-    throw Error(fmt::format("scontrol show job {} exited {}: {}", job_id, r.exit_code, trimmed(r.errors)));
+    throw Error(fmt::format("scontrol show job {} {}: {}", job_id, describe_exit(ExitStatus::of(r.exit_code, r.signal)),
+                            trimmed(r.errors)));
   }
   return parse_scontrol_job(r.output);
 }
@@ -50,7 +53,8 @@ std::optional<SlurmJobInfo> query_job(const std::string& job_id, std::chrono::mi
 void cancel_job(const std::string& job_id, std::chrono::milliseconds timeout) {
   auto r = run_slurm_client({"scancel", job_id}, timeout);
   if (r.exit_code != 0) {
-    throw Error(fmt::format("scancel {} exited {}: {}", job_id, r.exit_code, trimmed(r.errors)));
+    throw Error(fmt::format("scancel {} {}: {}", job_id, describe_exit(ExitStatus::of(r.exit_code, r.signal)),
+                            trimmed(r.errors)));
   }
 }
 

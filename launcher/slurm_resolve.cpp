@@ -7,6 +7,7 @@
 
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
+#include "common/exit_status.hpp"
 #include "common/subprocess.hpp"
 #include "launcher/slurm.hpp"
 
@@ -44,7 +45,8 @@ std::string resolve_node(const std::string& node, std::chrono::milliseconds time
     scontrol_why = fmt::format("`scontrol -o show node {}` gave no answer within {:.0f}s", node,
                                std::chrono::duration<double>(timeout).count());
   } else if (run.exit_code != 0) {
-    scontrol_why = fmt::format("`scontrol -o show node {}` exited {}: {}", node, run.exit_code, run.errors);
+    scontrol_why = fmt::format("`scontrol -o show node {}` {}: {}", node,
+                               describe_exit(ExitStatus::of(run.exit_code, run.signal)), run.errors);
   } else if (auto addr = node_addr_from_scontrol(run.output); !addr) {
     scontrol_why = fmt::format("`scontrol -o show node {}` printed no NodeAddr", node);
   } else if (*addr == node) {

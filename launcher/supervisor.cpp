@@ -33,14 +33,15 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
+#include "common/events.hpp"
 #include "common/proc.hpp"
 #include "common/signals.hpp"
 #include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/failure_hints.hpp"
+#include "launcher/filtered_log_writer.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
-#include "launcher/filtered_log_writer.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
@@ -141,13 +142,9 @@ class EventLog {
   ~EventLog() {
     if (file_) std::fclose(file_);
   }
-  void emit(const std::string& name, json fields = json::object()) {
+  void emit(events::Payload event) {
     if (!file_) return;
-    fields["event"] = name;
-    fields["time"] = now_seconds();
-    // A worker's bytes (an error file's message, a node's leave reason) need not be UTF-8: replaced,
-    // never a throw; NUL is escaped (\u0000) like any control character.
-    auto line = fields.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    auto line = events::to_line({std::move(event), now_seconds()});  // common/events.hpp: the one mapping
     std::fwrite(line.data(), 1, line.size(), file_);
     std::fflush(file_);
   }
@@ -226,19 +223,20 @@ class Supervisor {
     }
     arm_signals();
     arm_sigchld();
-    events_.emit("started", {{"run_id", config_.run_id},
-                             {"world_size", plan_.front().world_size},
-                             {"nproc", config_.plan.nproc_per_node},
-                             {"node_rank", config_.plan.node_rank},
-                             {"store", store_mode_name()},
-                             {"filestore", filestore_.string()},
-                             {"master_addr", config_.master_addr},
-                             {"master_port", master_port_},
-                             {"supervisor_pid", ::getpid()},
-                             {"run_dir", config_.run_dir.string()},
-                             {"log_dir", config_.writes_log_files() ? json(config_.run_dir.string()) : json(nullptr)},
-                             {"cgroup", cgroups_.v2_dir().empty() ? json(nullptr) : json(cgroups_.v2_dir().string())},
-                             {"memory_cgroup", cgroups_.memory_accounting()}});
+    events_.emit(
+        events::Started{.run_id = config_.run_id,
+                        .world_size = plan_.front().world_size,
+                        .nproc = config_.plan.nproc_per_node,
+                        .node_rank = config_.plan.node_rank,
+                        .store = store_mode_name(),
+                        .filestore = filestore_.string(),
+                        .master_addr = config_.master_addr,
+                        .master_port = master_port_,
+                        .supervisor_pid = ::getpid(),
+                        .run_dir = config_.run_dir.string(),
+                        .log_dir = config_.writes_log_files() ? std::optional(config_.run_dir.string()) : std::nullopt,
+                        .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
+                        .memory_cgroup = cgroups_.memory_accounting()});
     if (rdzv_) {
       rdzv_->join();  // the group starts when the first round closes
     } else {
@@ -387,7 +385,8 @@ class Supervisor {
       for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
       spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(),
                    sup.value("pid", 0), record.string(), pids);
-      events_.emit("swept_predecessor", {{"supervisor_pid", sup.value("pid", 0)}, {"pids", killed}});
+      events_.emit(
+          events::SweptPredecessor{.supervisor_pid = sup.value("pid", 0), .pids = {killed.begin(), killed.end()}});
     }
     std::error_code ec;
     fs::remove(record, ec);
@@ -402,18 +401,18 @@ class Supervisor {
     cb.round_ended = [this](const std::string& reason) {
       if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
       spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
-      events_.emit("round_ended", {{"round", round_}, {"reason", reason}});
+      events_.emit(events::RoundEnded{.round = round_, .reason = reason});
       dispatch(event::RoundEnded{false});
     };
     cb.closed = [this](const std::string& reason) {
       if (machine_.finished_with()) return;  // we ended it ourselves
       spdlog::error("rendezvous: {}", reason);
       rdzv_close_reason_ = reason;
-      events_.emit("rendezvous_closed", {{"round", round_}, {"reason", reason}});
+      events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
       dispatch(event::RoundEnded{true});
     };
     cb.node_lost = [this](const std::string& host, std::chrono::milliseconds silent) {
-      events_.emit("node_lost", {{"host", host}, {"silent_ms", silent.count()}});
+      events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count()});
     };
     auto rc = *config_.dynamic;
     rc.local_addr = node_name_;
@@ -434,8 +433,11 @@ class Supervisor {
     gpu_watch_.start();
     spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
                  a.rank_base, a.rank_base + a.nproc - 1, a.world_size);
-    events_.emit("rendezvous_complete",
-                 {{"round", a.round}, {"nodes", a.nnodes}, {"world_size", a.world_size}, {"node_rank", a.node_rank}});
+    events_.emit(events::RendezvousComplete{.attempt = std::nullopt,
+                                            .round = a.round,
+                                            .node_rank = a.node_rank,
+                                            .world_size = a.world_size,
+                                            .nodes = a.nnodes});
     if (machine_.state() == GroupState::Init) {
       dispatch(event::Start{});
       return;
@@ -468,7 +470,7 @@ class Supervisor {
     options.ignore_pids = {guardian_.pid()};  // a fork of ours: it repeats our argv
     auto report = store::prepare_filestore_path(filestore_, options);
     if (report.outcome == store::CleanOutcome::Removed) {
-      events_.emit("filestore_cleaned", {{"path", filestore_.string()}});
+      events_.emit(events::FilestoreCleaned{.path = filestore_.string()});
     }
     spdlog::info("rendezvous store (file): {}", filestore_.string());
   }
@@ -504,9 +506,11 @@ class Supervisor {
         rendezvous_announced_ = true;
         rendezvous_timer_.cancel();
         if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
-        events_.emit("rendezvous_complete", {{"attempt", machine_.attempt()},
-                                             {"world_size", plan_.front().world_size},
-                                             {"nodes", config_.plan.nnodes}});
+        events_.emit(events::RendezvousComplete{.attempt = machine_.attempt(),
+                                                .round = std::nullopt,
+                                                .node_rank = std::nullopt,
+                                                .world_size = plan_.front().world_size,
+                                                .nodes = config_.plan.nnodes});
       });
       master_port_ = store_->port();
       spdlog::info("{} store (agent) listening on {}:{}", rdzv_ ? "workers'" : "rendezvous", sc.host, master_port_);
@@ -603,13 +607,12 @@ class Supervisor {
     for (const auto& a : actions) {
       if (const auto* sg = std::get_if<action::SignalGroup>(&a)) signal_live_workers(sg->signo);
     }
-    events_.emit("rank_exited", {{"attempt", attempt},
-                                 {"rank", w->ranks.rank},
-                                 {"local_rank", x.local_rank},
-                                 {"pid", x.pid},
-                                 {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
-                                 {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)},
-                                 {"oom", oom_killed(worker, attempt, x)}});
+    events_.emit(events::RankExited{.attempt = attempt,
+                                    .rank = w->ranks.rank,
+                                    .local_rank = x.local_rank,
+                                    .pid = x.pid,
+                                    .status = ExitStatus::of(x.exit_code, x.signal),
+                                    .oom = oom_killed(worker, attempt, x)});
     for (const auto& a : actions) {
       if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
         announce_stopping(sg->signo);
@@ -697,7 +700,7 @@ class Supervisor {
   void announce_stopping(int signo) {
     if (machine_.state() == GroupState::Stopping && !stopping_announced_) {
       stopping_announced_ = true;
-      events_.emit("group_stopping", {{"attempt", machine_.attempt()}, {"signal", signal_name(signo)}});
+      events_.emit(events::GroupStopping{.attempt = machine_.attempt(), .signal = signal_name(signo)});
     }
   }
 
@@ -743,7 +746,7 @@ class Supervisor {
     console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
                  a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
-    events_.emit("restarting", {{"attempt", a.attempt}, {"failed_attempt", a.attempt - 1}});
+    events_.emit(events::Restarting{.attempt = a.attempt, .failed_attempt = a.attempt - 1});
     if (rdzv_) {
       // Every restart goes through a new round: the others learn of it and restart too.
       next_attempt_ = a.attempt;
@@ -796,10 +799,10 @@ class Supervisor {
       spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
                    machine_.attempt(), config_.max_restarts);
     }
-    events_.emit("finished", {{"exit_code", exit_code_},
-                              {"state", group_state_name(machine_.state())},
-                              {"attempts", machine_.attempt() + 1},
-                              {"restarts", machine_.attempt()}});
+    events_.emit(events::Finished{.exit_code = exit_code_,
+                                  .state = std::string(group_state_name(machine_.state())),
+                                  .attempts = machine_.attempt() + 1,
+                                  .restarts = machine_.attempt()});
     child_signal_.cancel();
     for (auto& w : workers_) {
       boost::system::error_code ec;
@@ -905,10 +908,8 @@ class Supervisor {
     w->alive = true;
     live_by_pid_[w->pid] = w.get();  // we reap it ourselves on SIGCHLD
     guardian_.watch(w->pid);
-    events_.emit("rank_started", {{"attempt", attempt},
-                                  {"rank", ranks.rank},
-                                  {"local_rank", ranks.local_rank},
-                                  {"pid", w->pid}});
+    events_.emit(
+        events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = w->pid});
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
     read_stream(raw, raw->out, stdout);
@@ -1010,10 +1011,8 @@ class Supervisor {
     if (config_.plan.nnodes > 1) out += "\n    (ranks of other nodes are counted, not named)";
     spdlog::error("{}", out);
     rendezvous_report_ = out;
-    events_.emit("rendezvous_timeout", {{"attempt", attempt},
-                                        {"arrived", arrived ? json(*arrived) : json(nullptr)},
-                                        {"world_size", world},
-                                        {"missing_local_ranks", missing}});
+    events_.emit(events::RendezvousTimeout{
+        .attempt = attempt, .arrived = arrived, .world_size = world, .missing_local_ranks = missing});
     dispatch(event::RendezvousTimeout{attempt});
   }
 
@@ -1070,14 +1069,13 @@ class Supervisor {
                          w ? w->ranks.group_rank : config_.plan.node_rank, node_name_, x->pid, how, fmt::localtime(t));
       const auto& error_file = error_files[a.observed];
       if (first) {
-        events_.emit("root_cause", {{"attempt", machine_.attempt()},
-                                    {"rank", w ? w->ranks.rank : x->local_rank},
-                                    {"local_rank", x->local_rank},
-                                    {"pid", x->pid},
-                                    {"exit_code", x->signal ? json(nullptr) : json(x->exit_code)},
-                                    {"signal", x->signal ? json(signal_name(x->signal)) : json(nullptr)},
-                                    {"role", failure_role_name(a.role)},
-                                    {"error", error_file ? json(error_file->message) : json(nullptr)}});
+        events_.emit(events::RootCause{.attempt = machine_.attempt(),
+                                       .rank = w ? w->ranks.rank : x->local_rank,
+                                       .local_rank = x->local_rank,
+                                       .pid = x->pid,
+                                       .status = ExitStatus::of(x->exit_code, x->signal),
+                                       .role = std::string(failure_role_name(a.role)),
+                                       .error = error_file ? std::optional(error_file->message) : std::nullopt});
       }
       if (first && w) {
         if (error_file) out += fmt::format("    error file: {}\n", error_file->message);
@@ -1111,9 +1109,12 @@ class Supervisor {
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
   void on_gpu_sample(const GpuSample& s) {
-    events_.emit("gpu_sample", {{"rank", s.rank}, {"local_rank", s.local_rank}, {"device", s.device},
-                                {"util", s.sample.util_percent}, {"mem_used_mib", s.mem_used_mib()},
-                                {"mem_total_mib", s.mem_total_mib()}});
+    events_.emit(events::GpuSample{.rank = s.rank,
+                                   .local_rank = s.local_rank,
+                                   .device = s.device,
+                                   .util = s.sample.util_percent,
+                                   .mem_used_mib = s.mem_used_mib(),
+                                   .mem_total_mib = s.mem_total_mib()});
     int attempt = machine_.attempt();
     metrics_.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
     metrics_.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
@@ -1121,9 +1122,12 @@ class Supervisor {
 
   void on_gpu_low(const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
     console_.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
-    events_.emit("gpu_low_util", {{"rank", s.rank}, {"local_rank", s.local_rank}, {"device", s.device},
-                                  {"mean_util", a.mean_util},
-                                  {"seconds", std::chrono::duration<double>(a.lasted).count()}, {"message", text}});
+    events_.emit(events::GpuLowUtil{.rank = s.rank,
+                                    .local_rank = s.local_rank,
+                                    .device = s.device,
+                                    .mean_util = a.mean_util,
+                                    .seconds = std::chrono::duration<double>(a.lasted).count(),
+                                    .message = text});
   }
 
   const SupervisorConfig& config_;

@@ -48,8 +48,6 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   return {action::ResetStore{}, action::SpawnGroup{attempt_}};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::RankStarted&) { return {}; }
-
 std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
   const auto& x = e.exit;
   if (x.local_rank < 0 || x.local_rank >= policy_.nproc) return {};

@@ -1,6 +1,6 @@
 #pragma once
 // SupervisorMachine: the supervisor's decisions as a pure state machine, in torchelastic's
-// vocabulary. Events go in (a rank started or exited, a signal, a timer fired); actions come out
+// vocabulary. Events go in (a rank exited, a signal, a timer fired); actions come out
 // (spawn the group, signal it, arm a timer, reset the store, finish). No processes, no clocks:
 // the shell (Supervisor) performs the actions and feeds back what happened.
 //
@@ -46,10 +46,6 @@ struct RankFailure {
 
 namespace event {
 struct Start {};
-struct RankStarted {
-  int local_rank;
-  int pid;
-};
 struct RankExited {
   RankExit exit;
 };
@@ -85,9 +81,9 @@ struct SpawnAbandoned {
   int first_unspawned;
 };
 }  // namespace event
-using Event = std::variant<event::Start, event::RankStarted, event::RankExited, event::SignalReceived,
-                           event::GraceExpired, event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded,
-                           event::RoundAdmitted, event::SpawnAbandoned>;
+using Event =
+    std::variant<event::Start, event::RankExited, event::SignalReceived, event::GraceExpired, event::RendezvousTimeout,
+                 event::BackoffExpired, event::RoundEnded, event::RoundAdmitted, event::SpawnAbandoned>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -146,7 +142,6 @@ class SupervisorMachine {
 
  private:
   std::vector<Action> handle(const event::Start&);
-  std::vector<Action> handle(const event::RankStarted&);
   std::vector<Action> handle(const event::RankExited&);
   std::vector<Action> handle(const event::SignalReceived&);
   std::vector<Action> handle(const event::GraceExpired&);

@@ -117,6 +117,68 @@ def read_events(path):
         return [json.loads(line) for line in f if line.endswith("\n") and line.strip()]
 
 
+EVENTS_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "events.schema.json")
+_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _schema_errors(value, schema, root, where):
+    """The subset of JSON Schema docs/events.schema.json uses (no jsonschema package here): $ref into
+    $defs, type, const, enum, minimum, required, properties, additionalProperties: false, items,
+    oneOf, not. Returns one message per violation."""
+    if "$ref" in schema:
+        return _schema_errors(value, root["$defs"][schema["$ref"].split("/")[-1]], root, where)
+    errors = []
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+
+        def is_type(t):
+            if t == "integer":
+                return isinstance(value, int) and not isinstance(value, bool)
+            if t == "number":
+                return isinstance(value, (int, float)) and not isinstance(value, bool)
+            return isinstance(value, _JSON_TYPES[t])
+        if not any(is_type(t) for t in types):
+            return [f"{where}: {value!r} is not of type {types}"]
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{where}: {value!r} is not {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if "minimum" in schema and isinstance(value, (int, float)) and value < schema["minimum"]:
+        errors.append(f"{where}: {value!r} is under {schema['minimum']}")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        errors += [f"{where}: missing {k!r}" for k in schema.get("required", []) if k not in value]
+        for k, v in value.items():
+            if k in props:
+                errors += _schema_errors(v, props[k], root, f"{where}.{k}")
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{where}: field {k!r} is not in the schema")
+    if isinstance(value, list) and "items" in schema:
+        for i, v in enumerate(value):
+            errors += _schema_errors(v, schema["items"], root, f"{where}[{i}]")
+    if "oneOf" in schema:
+        matching = [s for s in schema["oneOf"] if not _schema_errors(value, s, root, where)]
+        if len(matching) != 1:
+            errors.append(f"{where}: matches {len(matching)} of the oneOf branches, not 1")
+    if "not" in schema and not _schema_errors(value, schema["not"], root, where):
+        errors.append(f"{where}: matches what 'not' excludes: {schema['not']}")
+    return errors
+
+
+def check_events_schema(events):
+    """Every event of a supervisor's --events file against docs/events.schema.json: its own $defs
+    entry (chosen by "event", so a failure names the field, not just 'no oneOf branch')."""
+    with open(EVENTS_SCHEMA) as f:
+        schema = json.load(f)
+    for i, ev in enumerate(events):
+        name = ev.get("event")
+        check(name in schema["$defs"], f"event {i}: type {name!r} is not in {EVENTS_SCHEMA}: {ev}")
+        errors = _schema_errors(ev, {"$ref": f"#/$defs/{name}"}, schema, f"event {i} ({name})")
+        errors += _schema_errors(ev, schema, schema, f"event {i} ({name}) against the whole schema")
+        check(not errors, "; ".join(errors) + f": {ev}")
+
+
 class StoreProcess:
     """`ddp-launch store --port 0` as a child; .port once it printed port=<n>."""
 

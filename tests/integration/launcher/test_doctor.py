@@ -104,7 +104,7 @@ def test_false_and_torchless_python_fail_with_the_fix():
     check(r.returncode == 1, f"exit {r.returncode}: {r.stdout} {r.stderr}")
     lines = lines_of(r)
     status, text = one(lines, "python")
-    check(status == "fail" and "/bin/false" in text and "exited with status 1" in text, f"python: {status} {text}")
+    check(status == "fail" and "/bin/false" in text and "exited with code 1" in text, f"python: {status} {text}")
     check("--python /usr/bin/python3" in text, f"no fix: {text}")
     check(one(lines, "port")[0] == "ok", f"free port: {lines['port']}")
     bare = python_without_torch()
@@ -131,7 +131,7 @@ def test_default_interpreter_is_the_one_run_chooses():
         by = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
         py = by["python"]
         check(py["details"]["interpreter"] == fake, f"doctor checked {py['details']} instead of {fake}")
-        check(py["status"] == "fail" and "exited with status 7" in py["finding"], f"python: {py}")
+        check(py["status"] == "fail" and "exited with code 7" in py["finding"], f"python: {py}")
         # $PYTHON_EXEC still wins, as in run.
         r = doctor("--port", str(free_port()), env_extra={"VIRTUAL_ENV": venv, "PYTHON_EXEC": "/bin/false"})
         status, text = one(lines_of(r), "python")

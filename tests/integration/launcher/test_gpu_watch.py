@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, LineReader, check, free_port, run_tests
+from harness import DDP_LAUNCH, LineReader, check, check_events_schema, free_port, run_tests
 
 FAKE_NVML = sys.argv[1]
 
@@ -58,6 +58,7 @@ def test_low_gpu_warns_once_and_samples_are_recorded():
         samples = [e for e in evs if e["event"] == "gpu_sample"]
         low = [e for e in evs if e["event"] == "gpu_low_util"]
         check(len(low) == 1 and low[0]["rank"] == 1 and low[0]["device"] == "1", f"low events: {low}")
+        check_events_schema(evs)  # gpu_sample and gpu_low_util as docs/events.schema.json has them
         utils1 = [e["util"] for e in samples if e["rank"] == 1]
         check(35 in utils1 and 90 in utils1 and 10 in utils1, f"rank 1 samples: {utils1}")
         check(all(e["util"] == 95 and e["mem_total_mib"] == 16384 for e in samples if e["rank"] == 0), "rank 0 samples")

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests, read_events, alive
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests, read_events, alive, check_events_schema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "allreduce_worker.py")
@@ -57,6 +57,8 @@ def test_two_ranks_succeed_with_torchrun_env_and_events():
         check(len(rdzv) == 1 and rdzv[0]["world_size"] == 2 and rdzv[0]["attempt"] == 0,
               f"rendezvous_complete event: {rdzv}")
         check(names.index("rendezvous_complete") > names.index("rank_started"), f"event order: {names}")
+        check_events_schema(events)  # docs/events.schema.json describes what the supervisor writes
+        check(all(x["v"] == 1 for x in events), f"schema version in every event: {events}")
         port = events[0]["master_port"]
         check(all(json.load(open(os.path.join(d, f"rank{r}.json")))["MASTER_PORT"] == str(port) for r in (0, 1)),
               "MASTER_PORT is not the agent store's port")
@@ -73,6 +75,8 @@ def test_failed_rank_restarts_within_budget():
         check([x["attempt"] for x in events if x["event"] == "rendezvous_complete"] == [0, 1],
               "one rendezvous_complete per attempt (fresh store state each time)")
         check(events[-1]["attempts"] == 2, "two attempts")
+        check("root_cause" in [x["event"] for x in events], f"a root_cause for the failed attempt: {events}")
+        check_events_schema(events)  # the failure's events too: rank_exited with a code, root_cause
 
 
 def test_failed_rank_without_budget_fails_naming_rank_and_code():
@@ -98,6 +102,7 @@ def test_rendezvous_watchdog_names_the_rank_that_never_arrived():
         check("stuck before init_process_group" in r.stderr, "the missing rank's last output is not shown")
         timeouts = [x for x in read_events(ev) if x["event"] == "rendezvous_timeout"]
         check(len(timeouts) == 1 and timeouts[0]["missing_local_ranks"] == [1], f"events: {timeouts}")
+        check_events_schema(read_events(ev))
 
 
 def test_ctrl_c_during_rendezvous_stops_at_once():

@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 
-from harness import TestFailure, check, free_port, run_tests, wait_dead
+from harness import TestFailure, check, check_events_schema, free_port, run_tests, wait_dead
 from rdzv_common import HERE, LIGHT_WORKER, Workdir
 
 FAST = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=60,exit_barrier_timeout=60"
@@ -79,6 +79,8 @@ def test_dead_node_survivors_go_on_smaller_and_it_comes_back():
         for n in (a, b, c2):
             check(n.wait_exit(60, "the job to finish") == 0, f"{n.name}: {n.stderr()[-2000:]}")
         check("world 3 rank" in c2.stdout(), c2.stdout())
+        for n in (a, b, c2):  # the dynamic rounds' events (node_lost, round_ended, ...) as the schema has them
+            check_events_schema(n.events())
 
 
 def test_a_failed_rank_restarts_every_node_within_budget():

@@ -6,25 +6,30 @@
 #include "jobs/run_outcome.hpp"
 
 using namespace ddp::jobs;
-using json = nlohmann::json;
+namespace ev = ddp::events;
+using ddp::ExitStatus;
 
 namespace {
-RunMemory fold(const std::vector<json>& events) {
+RunMemory fold(const std::vector<ev::Payload>& events) {
   RunMemory m;
-  for (const auto& ev : events) absorb_event(m, ev);
+  for (const auto& e : events) absorb_event(m, {e});
   return m;
 }
+ev::RankExited rank_exited(int rank, ExitStatus status) { return {0, rank, rank, 100 + rank, status, false}; }
+ev::RootCause root_cause(int rank, ExitStatus status, std::optional<std::string> error) {
+  return {0, rank, rank, 100 + rank, status, "original failure", std::move(error)};
+}
+ev::Finished finished(int code) { return {code, code ? "FAILED" : "SUCCEEDED", 1, 0}; }
 constexpr int exited(int code) { return code << 8; }  // a wait status
 constexpr int killed(int sig) { return sig; }
 }  // namespace
 
 TEST_CASE("the first failing rank_exited is the failure until a root_cause replaces it") {
-  auto m = fold({{{"event", "rank_exited"}, {"rank", 0}, {"exit_code", 0}},
-                 {{"event", "rank_exited"}, {"rank", 1}, {"signal", "SIGTERM"}},
-                 {{"event", "rank_exited"}, {"rank", 2}, {"exit_code", 3}}});
+  auto m = fold({rank_exited(0, ExitStatus::exited(0)), rank_exited(1, ExitStatus::killed(SIGTERM)),
+                 rank_exited(2, ExitStatus::exited(3))});
   CHECK(m.first_failure == "rank 1 was killed by SIGTERM");
   CHECK(m.first_failure_code == 128 + SIGTERM);
-  absorb_event(m, {{"event", "root_cause"}, {"rank", 2}, {"exit_code", 3}, {"error", "ValueError: boom\nTraceback"}});
+  absorb_event(m, {root_cause(2, ExitStatus::exited(3), "ValueError: boom\nTraceback")});
   CHECK(m.first_failure == "rank 2 exited with code 3: ValueError: boom");
   CHECK(m.first_failure_code == 3);
 }
@@ -32,38 +37,41 @@ TEST_CASE("the first failing rank_exited is the failure until a root_cause repla
 TEST_CASE("a long error line is cut at 200 bytes, never inside a UTF-8 character") {
   std::string error(199, 'x');
   error += "é and more";  // é's two bytes straddle byte 200
-  auto m = fold({{{"event", "root_cause"}, {"rank", 0}, {"exit_code", 1}, {"error", error}}});
+  auto m = fold({root_cause(0, ExitStatus::exited(1), error)});
   CHECK(m.first_failure == "rank 0 exited with code 1: " + std::string(199, 'x') + "…");
 }
 
 TEST_CASE("restarting starts a fresh attempt: the failure moves to previous_failure") {
-  auto m = fold({{{"event", "rank_exited"}, {"rank", 1}, {"exit_code", 3}}, {{"event", "restarting"}, {"attempt", 1}}});
+  auto m = fold({rank_exited(1, ExitStatus::exited(3)), ev::Restarting{1, 0}});
   CHECK(m.first_failure.empty());
   CHECK_FALSE(m.first_failure_code);
   CHECK(m.previous_failure == "rank 1 exited with code 3");
-  absorb_event(m, {{"event", "finished"}, {"exit_code", 0}});
+  absorb_event(m, {finished(0)});
   CHECK(m.finished_seen);
   CHECK(m.finished_exit == 0);
 }
 
 TEST_CASE("event lines: complete lines only, unreadable ones reported, empty ones skipped") {
-  auto chunk = parse_event_lines("{\"event\":\"started\"}\n\nnot json\n{\"event\":\"fin");
-  CHECK(chunk.consumed == 30);  // up to the newline after "not json"
+  auto chunk = parse_event_lines(
+      "{\"event\":\"restarting\",\"attempt\":1,\"failed_attempt\":0,\"new\":2}\n\nnot json\n"
+      "{\"event\":\"finished\"}\n{\"event\":\"fin");
+  CHECK(chunk.consumed == 93);  // up to the newline after the bad finished
   REQUIRE(chunk.events.size() == 1);
-  CHECK(chunk.events[0]["event"] == "started");
-  CHECK(chunk.unreadable.size() == 1);
+  CHECK(chunk.events[0].event.as<ev::Restarting>()->attempt == 1);
+  CHECK(chunk.events[0].raw["new"] == 2);  // kept as written, for the database
+  REQUIRE(chunk.unreadable.size() == 2);
+  CHECK(chunk.unreadable[1] == "finished event: field \"exit_code\" is missing");
   CHECK(parse_event_lines("{\"event\":\"partial").consumed == 0);
 }
 
 TEST_CASE("judge_run: the finished event decides; else the supervisor's wait status") {
-  auto ok = judge_run(fold({{{"event", "finished"}, {"exit_code", 0}}}), RunEnd{exited(0), std::nullopt, 7, "/r"});
+  auto ok = judge_run(fold({finished(0)}), RunEnd{exited(0), std::nullopt, 7, "/r"});
   CHECK(ok.succeeded);
   CHECK(ok.exit_code == 0);
   CHECK(ok.text == "all ranks exited with code 0");
 
-  auto failed = judge_run(
-      fold({{{"event", "rank_exited"}, {"rank", 1}, {"exit_code", 3}}, {{"event", "finished"}, {"exit_code", 1}}}),
-      RunEnd{exited(1), std::nullopt, 7, "/r"});
+  auto failed =
+      judge_run(fold({rank_exited(1, ExitStatus::exited(3)), finished(1)}), RunEnd{exited(1), std::nullopt, 7, "/r"});
   CHECK_FALSE(failed.succeeded);
   CHECK(failed.exit_code == 1);
   CHECK(failed.text == "rank 1 exited with code 3");
@@ -71,7 +79,7 @@ TEST_CASE("judge_run: the finished event decides; else the supervisor's wait sta
   auto no_event = judge_run(RunMemory{}, RunEnd{killed(SIGKILL), std::nullopt, 7, "/r"});
   CHECK_FALSE(no_event.succeeded);
   CHECK(no_event.exit_code == 128 + SIGKILL);
-  CHECK(no_event.text == "the supervisor (pid 7) was killed by signal 9 before it finished");
+  CHECK(no_event.text == "the supervisor (pid 7) was killed by SIGKILL before it finished");
 
   auto early = judge_run(RunMemory{}, RunEnd{exited(2), std::nullopt, 7, "/r"});
   CHECK(early.text == "the supervisor (pid 7) exited with code 2 before it started the job (see /r/supervisor.log)");
@@ -82,7 +90,7 @@ TEST_CASE("judge_run: the finished event decides; else the supervisor's wait sta
   CHECK_FALSE(unknown.exit_code);
   CHECK(unknown.text == "the supervisor (pid 7) ended without a finished event (see /r/supervisor.log)");
 
-  auto bare_finish = judge_run(fold({{{"event", "finished"}, {"exit_code", 4}}}), RunEnd{});
+  auto bare_finish = judge_run(fold({finished(4)}), RunEnd{});
   CHECK(bare_finish.text == "the supervisor exited with code 4");
 }
 

@@ -103,10 +103,15 @@ TEST_CASE("job states: names, terminal states, legal transitions only") {
 }
 
 TEST_CASE("supervisor events move the job: ranks up → RUNNING, group restart → RESTARTING") {
-  CHECK(*state_after_supervisor_event(JobState::Starting, "rank_started") == JobState::Running);
-  CHECK_FALSE(state_after_supervisor_event(JobState::Running, "rank_started"));
-  CHECK(*state_after_supervisor_event(JobState::Running, "restarting") == JobState::Restarting);
-  CHECK(*state_after_supervisor_event(JobState::Restarting, "rank_started") == JobState::Running);
-  CHECK_FALSE(state_after_supervisor_event(JobState::Cancelling, "rank_started"));
-  CHECK_FALSE(state_after_supervisor_event(JobState::Running, "finished"));
+  namespace ev = ddp::events;
+  const ev::Payload rank_started = ev::RankStarted{0, 0, 0, 1};
+  CHECK(*state_after_supervisor_event(JobState::Starting, rank_started) == JobState::Running);
+  CHECK(*state_after_supervisor_event(JobState::Starting, ev::RendezvousComplete{0, {}, {}, 2, 1}) ==
+        JobState::Running);
+  CHECK_FALSE(state_after_supervisor_event(JobState::Running, rank_started));
+  CHECK(*state_after_supervisor_event(JobState::Running, ev::Restarting{1, 0}) == JobState::Restarting);
+  CHECK(*state_after_supervisor_event(JobState::Restarting, rank_started) == JobState::Running);
+  CHECK_FALSE(state_after_supervisor_event(JobState::Cancelling, rank_started));
+  CHECK_FALSE(state_after_supervisor_event(JobState::Running, ev::Finished{0, "SUCCEEDED", 1, 0}));
+  CHECK_FALSE(state_after_supervisor_event(JobState::Starting, ev::Unknown{"rank_started_v2", {}}));
 }
