@@ -37,6 +37,7 @@
 #include "common/signals.hpp"
 #include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
+#include "launcher/event_log.hpp"
 #include "launcher/failure_hints.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
@@ -44,6 +45,7 @@
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
+#include "launcher/run_record.hpp"
 #include "launcher/root_cause.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
@@ -57,7 +59,6 @@ namespace ddp::launcher {
 namespace {
 
 using sig::signal_name;
-using proc::read_proc_stat;
 
 // Console output from a separate thread with a bounded queue: a slow terminal must never stall
 // the event loop (and through full pipes, the workers). Lines beyond the bound are counted and
@@ -131,31 +132,6 @@ class Console {
   std::thread thread_;
 };
 
-class EventLog {
- public:
-  explicit EventLog(const std::string& path) {
-    if (path.empty()) return;
-    file_ = std::fopen(path.c_str(), "a");
-    if (!file_) throw Error(fmt::format("cannot open the event file {}: {}", path, std::strerror(errno)));
-  }
-  ~EventLog() {
-    if (file_) std::fclose(file_);
-  }
-  void emit(const std::string& name, json fields = json::object()) {
-    if (!file_) return;
-    fields["event"] = name;
-    fields["time"] = now_seconds();
-    // A worker's bytes (an error file's message, a node's leave reason) need not be UTF-8: replaced,
-    // never a throw; NUL is escaped (\u0000) like any control character.
-    auto line = fields.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::fwrite(line.data(), 1, line.size(), file_);
-    std::fflush(file_);
-  }
-
- private:
-  FILE* file_ = nullptr;
-};
-
 struct Stream {
   explicit Stream(asio::io_context& io) : pipe(io) {}
   asio::posix::stream_descriptor pipe;  // the read end
@@ -199,6 +175,7 @@ class Supervisor {
         drain_timer_(io_),
         rendezvous_timer_(io_),
         events_(config.events_path),
+        record_(RunRecordPaths{config.run_dir, config.processes_file, config.log_base_dir}),
         metrics_(config.run_dir, config.metric_patterns, describe_run(config, plan_)),
         filtered_(config.run_dir, config.duplicate_filters),
         gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
@@ -253,144 +230,32 @@ class Supervisor {
   // A start that failed before any worker: the process record (no successor needs it) and a
   // temporary run directory go; a --log-dir/--run-dir directory stays, as after any failed run.
   void forget_startup() {
+    record_.remove();
     std::error_code ec;
-    if (!record_disabled_) fs::remove(processes_path(), ec);
     if (config_.remove_run_dir) fs::remove_all(config_.run_dir, ec);
   }
 
-  // <run_dir>/processes.json: this supervisor, its guardian and the current attempt's workers, each
-  // with its /proc start time. Rewritten (atomically) after every spawn, removed at a clean exit;
-  // one that outlives its supervisor tells the next one on this run directory what to sweep.
-  fs::path processes_path() const {
-    return config_.processes_file.empty() ? config_.run_dir / "processes.json" : config_.processes_file;
-  }
-
+  // launcher/run_record.hpp: this supervisor, its guardian and the current attempt's workers.
   void record_processes() {
-    if (record_disabled_) return;
-    auto entry = [](pid_t pid) {
-      auto st = read_proc_stat(pid);
-      return json{{"pid", pid}, {"pgid", st ? st->pgid : 0}, {"start_time", st ? st->start_time : 0}};
-    };
-    json cgroup_dirs = json::array();
-    for (const auto& d : cgroups_.dirs()) cgroup_dirs.push_back(d.string());
-    json j{{"supervisor", entry(::getpid())},
-           {"guardian", entry(guardian_.pid())},
-           {"attempt", machine_.attempt()},
-           {"cgroups", cgroup_dirs},
-           {"workers", json::array()}};
+    if (record_.disabled()) return;
+    RunRecordContent r;
+    r.supervisor = recorded_process(::getpid());
+    r.guardian = recorded_process(guardian_.pid());
+    r.attempt = machine_.attempt();
+    r.cgroups = cgroups_.dirs();
     for (const auto& w : workers_) {
-      auto e = entry(w->pid);
-      e["rank"] = w->ranks.rank;
-      e["local_rank"] = w->ranks.local_rank;
-      j["workers"].push_back(e);
+      auto e = recorded_process(w->pid);
+      e.rank = w->ranks.rank;
+      e.local_rank = w->ranks.local_rank;
+      r.workers.push_back(e);
     }
-    std::error_code ec;
-    fs::create_directories(processes_path().parent_path(), ec);
-    auto tmp = processes_path();
-    tmp += ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << j.dump() << '\n';
-      if (!out) {
-        spdlog::warn("cannot write {}: a successor will not be able to sweep what a SIGKILL leaves", tmp.string());
-        return;
-      }
-    }
-    fs::rename(tmp, processes_path(), ec);
-  }
-
-  // The records a predecessor may have left: the run id's file (--rdzv-id without --log-dir); with
-  // --log-dir, every earlier run's <run_id>_<random>/processes.json there (and <log_dir>/
-  // processes.json, where versions before torchrun's layout kept it); else our own run_dir's.
-  std::vector<fs::path> predecessor_records() const {
-    if (!config_.processes_file.empty() || config_.log_base_dir.empty()) return {processes_path()};
-    std::vector<fs::path> out{config_.log_base_dir / "processes.json"};
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(config_.log_base_dir, ec)) {
-      std::error_code dec;
-      if (!e.is_directory(dec) || e.path() == config_.run_dir) continue;
-      if (fs::exists(e.path() / "processes.json", dec)) out.push_back(e.path() / "processes.json");
-    }
-    return out;
+    record_.write(r);
   }
 
   void sweep_predecessor() {
-    for (const auto& record : predecessor_records()) sweep_predecessor(record);
-  }
-
-  // A predecessor that was SIGKILLed together with its guardian leaves its workers' process
-  // groups behind (PDEATHSIG kills the workers, not their children). Kill what is provably its: a
-  // live group leader only when pid AND start time match; in a group whose leader is gone (the
-  // pgid cannot have been reused while the group exists), the members that started after the
-  // recorded leader.
-  void sweep_predecessor(const fs::path& record) {
-    std::ifstream in(record);
-    if (!in) return;
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const std::exception& e) {
-      spdlog::warn("ignoring unreadable {}: {}", record.string(), e.what());
-      return;
-    }
-    auto matches = [](const json& e) {
-      auto pid = e.value("pid", 0);
-      auto st = pid > 0 ? read_proc_stat(pid) : std::nullopt;
-      return st && st->start_time == e.value("start_time", 0ull);
-    };
-    const auto& sup = j.value("supervisor", json::object());
-    if (sup.value("pid", 0) != ::getpid() && matches(sup)) {
-      if (!config_.log_base_dir.empty()) return;  // a live run sharing --log-dir: its own directory
-      if (!config_.processes_file.empty()) {  // a shared run id, not a shared directory: no conflict
-        spdlog::warn(
-            "another supervisor (pid {}) runs with this run id; this one records its processes nowhere "
-            "(a successor cannot sweep what a SIGKILL leaves)",
-            sup.value("pid", 0));
-        record_disabled_ = true;
-        return;
-      }
-      throw Error(
-          fmt::format("{} belongs to a running supervisor, pid {}: stop it, or give this run another "
-                      "--run-dir (or --rdzv-id)",
-                      record.string(), sup.value("pid", 0)));
-    }
-    std::vector<pid_t> killed;
-    for (const auto& w : j.value("workers", json::array())) {
-      pid_t leader = w.value("pid", 0);
-      pid_t pgid = w.value("pgid", 0);
-      auto start = w.value("start_time", 0ull);
-      if (leader <= 1 || pgid != leader || start == 0) continue;  // our workers lead their own groups
-      if (auto st = read_proc_stat(leader)) {
-        if (st->start_time != start || st->pgid != pgid) continue;  // the pid was reused: not ours
-        ::kill(-pgid, SIGKILL);
-        killed.push_back(leader);
-        continue;
-      }
-      std::error_code dec;
-      for (const auto& entry : fs::directory_iterator("/proc", fs::directory_options::skip_permission_denied, dec)) {
-        const auto name = entry.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        auto pid = static_cast<pid_t>(std::stol(name));
-        auto st = read_proc_stat(pid);
-        if (st && st->pgid == pgid && st->start_time >= start && ::kill(pid, SIGKILL) == 0) killed.push_back(pid);
-      }
-    }
-    // Then what left those groups (a `setsid` daemon): the predecessor's cgroup.
-    std::vector<fs::path> cgroups;
-    for (const auto& c : j.value("cgroups", json::array())) cgroups.emplace_back(c.get<std::string>());
-    if (kill_and_remove_run_cgroups(cgroups, std::chrono::milliseconds(1000))) {
-      spdlog::warn("killed and removed the cgroups a killed supervisor (pid {}) left: {}", sup.value("pid", 0),
-                   j["cgroups"].dump());
-    }
-    if (!killed.empty()) {
-      std::string pids;
-      for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
-      spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(),
-                   sup.value("pid", 0), record.string(), pids);
-      events_.emit("swept_predecessor", {{"supervisor_pid", sup.value("pid", 0)}, {"pids", killed}});
-    }
-    std::error_code ec;
-    fs::remove(record, ec);
+    record_.sweep_predecessors([this](const SweptPredecessor& s) {
+      events_.emit("swept_predecessor", {{"supervisor_pid", s.supervisor_pid}, {"pids", s.killed}});
+    });
   }
 
   bool multi_node() const { return config_.dynamic.has_value() || config_.plan.nnodes > 1; }
@@ -811,7 +676,7 @@ class Supervisor {
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
     remove_filestore("the job is over");
     std::error_code ec;
-    if (!record_disabled_) fs::remove(processes_path(), ec);
+    record_.remove();
     gpu_watch_.stop();
     filtered_.finish();
     bool kept_metrics =
@@ -1141,6 +1006,7 @@ class Supervisor {
   asio::steady_timer rendezvous_timer_;
   std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
+  RunRecord record_;
   Console console_;
   MetricsRecorder metrics_;
   FilteredLogWriter filtered_;
@@ -1154,7 +1020,6 @@ class Supervisor {
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
   bool finished_ = false;
-  bool record_disabled_ = false;  // another live supervisor owns processes_path()
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;
   int round_ = 0;
