@@ -4,7 +4,6 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +25,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -38,7 +36,7 @@
 #include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/event_log.hpp"
-#include "launcher/failure_hints.hpp"
+#include "launcher/failure_report.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/filtered_log_writer.hpp"
@@ -46,7 +44,6 @@
 #include "launcher/output_lines.hpp"
 #include "launcher/rendezvous_evidence.hpp"
 #include "launcher/run_record.hpp"
-#include "launcher/root_cause.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "store/filestore_cleaner.hpp"
 #include "store/server.hpp"
@@ -882,96 +879,50 @@ class Supervisor {
     dispatch(event::RendezvousTimeout{attempt});
   }
 
-  // The root cause first (root_cause.hpp: by evidence, then time), with the worker's own error file
-  // when it wrote one. Read here, not at the reap: the final summary comes after the workers' pipes
-  // drained, so a traceback still in flight at the exit is in last_stderr by now.
+  // launcher/failure_report.hpp. Read here, not at the reap: the final summary comes after the
+  // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
-    const auto& failures = machine_.failures();
-    if (failures.empty() && !final) return;
-    std::vector<FailureRecord> records;
-    std::vector<std::optional<ErrorFileRecord>> error_files;
-    for (const auto& f : failures) {
-      const Worker* w = worker_of(f.exit.local_rank);
-      FailureRecord rec;
-      std::optional<ErrorFileRecord> ef;
-      std::vector<std::string> tail;
-      if (w) {
-        ef = read_error_file(w->error_file);
-        struct stat st {};
-        if (ef && ::stat(w->error_file.c_str(), &st) == 0) {
-          rec.recorded_at = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
-        }
-        tail.assign(w->last_stderr.begin(), w->last_stderr.end());
-      }
-      rec.lost_peer = record_says_lost_peer(ef, tail);
-      records.push_back(rec);
-      error_files.push_back(std::move(ef));
+    FailureReportInput in;
+    in.final = final;
+    in.state = machine_.state();
+    in.attempt = machine_.attempt();
+    in.exit_code = exit_code_;
+    in.stop_signal = machine_.stop_signal();
+    in.rendezvous_timed_out = machine_.rendezvous_timed_out();
+    in.rendezvous_report = rendezvous_report_;
+    in.rendezvous_close_reason = rdzv_close_reason_;
+    in.node_rank = config_.plan.node_rank;
+    in.node_name = node_name_;
+    in.worker_argv = config_.worker_argv;
+    in.failures = machine_.failures();
+    in.teardown_began = machine_.teardown_began();
+    for (const auto& f : in.failures) in.evidence.push_back(evidence_of(f.exit.local_rank));
+    auto report = failure_report(in);
+    if (const auto& rc = report.root_cause) {
+      events_.emit("root_cause", {{"attempt", rc->attempt},
+                                  {"rank", rc->rank},
+                                  {"local_rank", rc->exit.local_rank},
+                                  {"pid", rc->exit.pid},
+                                  {"exit_code", rc->exit.signal ? json(nullptr) : json(rc->exit.exit_code)},
+                                  {"signal", rc->exit.signal ? json(signal_name(rc->exit.signal)) : json(nullptr)},
+                                  {"role", rc->role},
+                                  {"error", rc->error ? json(*rc->error) : json(nullptr)}});
     }
-    auto ordered = attribute_failures(failures, records, machine_.teardown_began());
-    std::string out = fmt::format("\n{}\n", final ? fmt::format("ddp-launch: job {} after {} attempt(s), exit code {}",
-                                                                group_state_name(machine_.state()),
-                                                                machine_.attempt() + 1, exit_code_)
-                                                  : fmt::format("ddp-launch: attempt {} failed", machine_.attempt()));
-    // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
-    bool first = machine_.stop_signal() == 0 && !machine_.rendezvous_timed_out();
-    if (machine_.rendezvous_timed_out()) out += fmt::format("  Root cause: {}\n", rendezvous_report_);
-    if (!rdzv_close_reason_.empty()) {
-      out += fmt::format("  Root cause: the rendezvous ended the job: {}\n", rdzv_close_reason_);
-      first = false;
-    }
-    if (machine_.stop_signal() != 0) {
-      out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", signal_name(machine_.stop_signal()));
-    }
-    for (const auto& a : ordered) {
-      const RankExit* x = &a.exit;
-      const Worker* w = worker_of(x->local_rank);
-      std::string how = x->signal ? fmt::format("killed by {}", signal_name(x->signal))
-                                  : fmt::format("exited with code {}", x->exit_code);
-      if (w && w->oom) how = fmt::format("killed by the OOM killer ({}, {})", *w->oom, signal_name(x->signal));
-      if (a.role != FailureRole::Original) how += fmt::format(" ({})", failure_role_name(a.role));
-      auto t = static_cast<std::time_t>(x->time);
-      out += fmt::format("{} rank {} (local {}) on node {} ({}), pid {}: {} at {:%H:%M:%S}\n",
-                         first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank,
-                         w ? w->ranks.group_rank : config_.plan.node_rank, node_name_, x->pid, how, fmt::localtime(t));
-      const auto& error_file = error_files[a.observed];
-      if (first) {
-        events_.emit("root_cause", {{"attempt", machine_.attempt()},
-                                    {"rank", w ? w->ranks.rank : x->local_rank},
-                                    {"local_rank", x->local_rank},
-                                    {"pid", x->pid},
-                                    {"exit_code", x->signal ? json(nullptr) : json(x->exit_code)},
-                                    {"signal", x->signal ? json(signal_name(x->signal)) : json(nullptr)},
-                                    {"role", failure_role_name(a.role)},
-                                    {"error", error_file ? json(error_file->message) : json(nullptr)}});
-      }
-      if (first && w) {
-        if (error_file) out += fmt::format("    error file: {}\n", error_file->message);
-        if (!w->last_stderr.empty()) {
-          out += "    last stderr lines:\n";
-          for (const auto& l : w->last_stderr) out += fmt::format("      {}\n", l);
-        }
-        std::vector<std::string> tail(w->last_stderr.begin(), w->last_stderr.end());
-        if (auto hint = missing_torch_hint(tail, config_.worker_argv)) out += fmt::format("    Hint: {}\n", *hint);
-      }
-      first = false;
-    }
-    console_.write(stderr, out);
+    if (!report.text.empty()) console_.write(stderr, report.text);
   }
 
-  const Worker* worker_of(int local_rank) const {
+  std::optional<RankEvidence> evidence_of(int local_rank) const {
     for (const auto& w : workers_) {
-      if (w->ranks.local_rank == local_rank) return w.get();
+      if (w->ranks.local_rank != local_rank) continue;
+      RankEvidence ev;
+      ev.rank = w->ranks.rank;
+      ev.group_rank = w->ranks.group_rank;
+      read_error_file(w->error_file, ev);
+      ev.last_stderr.assign(w->last_stderr.begin(), w->last_stderr.end());
+      ev.oom = w->oom;
+      return ev;
     }
-    return nullptr;
-  }
-
-  // nullopt when the rank wrote none; an unreadable one says so in its message.
-  static std::optional<ErrorFileRecord> read_error_file(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) return std::nullopt;
-    std::stringstream text;
-    text << in.rdbuf();
-    return error_file_record(text.str(), path.string());
+    return std::nullopt;
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
