@@ -42,11 +42,9 @@
 #include "launcher/filtered_log_writer.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/output_lines.hpp"
-#include "launcher/rendezvous_evidence.hpp"
+#include "launcher/worker_store.hpp"
 #include "launcher/run_record.hpp"
 #include "launcher/supervisor_machine.hpp"
-#include "store/filestore_cleaner.hpp"
-#include "store/server.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -162,7 +160,7 @@ class Supervisor {
         plan_(plan_ranks(config.plan)),
         machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
                                   config.restart_backoff, std::chrono::milliseconds(10000),
-                                  config.dynamic.has_value()}),
+                                  config.dynamic.has_value(), config.dynamic.has_value()}),
         cgroups_(config.run_id, config.memory_limit_per_rank),
         guardian_(Guardian::start(cgroups_.dirs())),
         signals_(io_),
@@ -173,6 +171,7 @@ class Supervisor {
         rendezvous_timer_(io_),
         events_(config.events_path),
         record_(RunRecordPaths{config.run_dir, config.processes_file, config.log_base_dir}),
+        store_(io_, config, events_),
         metrics_(config.run_dir, config.metric_patterns, describe_run(config, plan_)),
         filtered_(config.run_dir, config.duplicate_filters),
         gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
@@ -204,8 +203,8 @@ class Supervisor {
                              {"world_size", plan_.front().world_size},
                              {"nproc", config_.plan.nproc_per_node},
                              {"node_rank", config_.plan.node_rank},
-                             {"store", store_mode_name()},
-                             {"filestore", filestore_.string()},
+                             {"store", store_mode_name(config_.store_mode)},
+                             {"filestore", store_.filestore().string()},
                              {"master_addr", config_.master_addr},
                              {"master_port", master_port_},
                              {"supervisor_pid", ::getpid()},
@@ -310,105 +309,30 @@ class Supervisor {
     }
   }
 
-  const char* store_mode_name() const {
-    switch (config_.store_mode) {
-      case StoreMode::Agent: return "agent";
-      case StoreMode::Rank0: return "rank0";
-      case StoreMode::File: return "file";
-    }
-    return "?";
-  }
-
-  // --store file: the path is ours for the whole run. A file a killed run left there is removed
-  // first; one that live processes use is an error naming them (store::prepare_filestore_path).
-  void prepare_filestore() {
-    filestore_ = config_.filestore_path.empty() ? config_.run_dir / "filestore" : config_.filestore_path;
-    filestore_ = fs::absolute(filestore_);
-    std::error_code ec;
-    fs::create_directories(filestore_.parent_path(), ec);
-    store::CleanOptions options;
-    options.ignore_pids = {guardian_.pid()};  // a fork of ours: it repeats our argv
-    auto report = store::prepare_filestore_path(filestore_, options);
-    if (report.outcome == store::CleanOutcome::Removed) {
-      events_.emit("filestore_cleaned", {{"path", filestore_.string()}});
-    }
-    spdlog::info("rendezvous store (file): {}", filestore_.string());
-  }
-
-  void remove_filestore(const char* why) {
-    std::error_code ec;
-    if (!filestore_.empty() && fs::remove(filestore_, ec))
-      spdlog::info("removed the FileStore {} ({})", filestore_.string(), why);
-  }
-
   void prepare_store() {
-    master_port_ = config_.master_port;
-    if (config_.store_mode == StoreMode::File) prepare_filestore();
-    const bool hosts_workers = rdzv_ ? rdzv_->is_host() : config_.plan.node_rank == 0;
-    if (config_.store_mode == StoreMode::Agent && hosts_workers) {
-      store::ServerConfig sc;
-      sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
-      sc.port = config_.master_port;
-      sc.busy_port_advice = "leave --master-port out (a free port is picked) or give another one";
-      sc.bad_host_advice = "--master-addr 127.0.0.1 for this node alone";
-      sc.connection_limit_advice = " (the embedded store's fixed limit)";
-      if (rdzv_) {
-        sc.host = config_.dynamic->endpoint_host;  // where every node reaches us
-        sc.port = 0;
-      }
-      store_ = std::make_unique<store::StoreServer>(io_, sc);
-      store_->start();
-      // Every worker's store client adds 1 to `init/` when it connects (torch 1.13 and 2.x alike);
-      // the store is fresh per attempt, so the count reaching the world size is the rendezvous.
-      store_->set_key_observer([this](std::string_view key, std::string_view value) {
-        if (rendezvous_announced_ || key != "init/") return;
-        if (std::atoll(std::string(value).c_str()) < plan_.front().world_size) return;
-        rendezvous_announced_ = true;
-        rendezvous_timer_.cancel();
-        if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
-        events_.emit("rendezvous_complete", {{"attempt", machine_.attempt()},
-                                             {"world_size", plan_.front().world_size},
-                                             {"nodes", config_.plan.nnodes}});
-      });
-      master_port_ = store_->port();
-      spdlog::info("{} store (agent) listening on {}:{}", rdzv_ ? "workers'" : "rendezvous", sc.host, master_port_);
-      if (rdzv_) rdzv_->set_worker_store(sc.host, master_port_, [this] { store_->reset_state(); });
-    } else if (config_.store_mode == StoreMode::Rank0 && master_port_ != 0 && config_.plan.node_rank == 0) {
-      check_rank0_port_free();
-    } else if (config_.store_mode != StoreMode::Agent && master_port_ == 0) {
-      // Rank 0 binds the port itself; pick one that is free now and do not hold it.
-      asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-      master_port_ = probe.local_endpoint().port();
-    }
+    master_port_ = store_.prepare(rdzv_.get(), guardian_.pid(), [this](std::int64_t n) { on_store_arrivals(n); });
   }
 
-  // --store rank0 with a given --master-port: rank 0 will bind it, so a holder is named now (before
-  // any worker starts) instead of surfacing as rank 0's EADDRINUSE after its start-up.
-  void check_rank0_port_free() {
-    asio::ip::tcp::acceptor probe(io_);
-    asio::ip::tcp::endpoint ep(asio::ip::address_v4::any(), master_port_);
-    probe.open(ep.protocol());
-    probe.set_option(asio::ip::tcp::acceptor::reuse_address(true));  // as torch's TCPStore server does
-    boost::system::error_code ec;
-    probe.bind(ep, ec);
-    if (ec == asio::error::address_in_use) {
-      throw Error(fmt::format("--master-port {} is already in use by {}: rank 0 could not host its store there. "
-                              "Stop that process, or leave --master-port out (a free port is picked).",
-                              master_port_, proc::describe(proc::listeners_on_port(master_port_))));
-    }
+  // Our store's count of the workers' clients reached the world size: the rendezvous is complete.
+  void on_store_arrivals(std::int64_t arrived) {
+    if (rendezvous_announced_ || arrived < plan_.front().world_size) return;
+    rendezvous_announced_ = true;
+    rendezvous_timer_.cancel();
+    if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
+    events_.emit("rendezvous_complete", {{"attempt", machine_.attempt()},
+                                         {"world_size", plan_.front().world_size},
+                                         {"nodes", config_.plan.nnodes}});
   }
 
   void arm_signals() {
     signals_.async_wait([this](boost::system::error_code ec, int signo) {
-      if (ec || finished_) return;
+      if (ec || machine_.finish_stage() == FinishStage::Exited) return;
       if (machine_.finished_with()) {
         // Finishing: waiting for the other nodes at the exit barrier, or for the last output.
-        // torchrun's agent re-raises a signal there too: stop waiting, 128+signo.
+        // torchrun's agent re-raises a signal there too: stop waiting, 128+signo (action::Exit).
         spdlog::warn("received {} while finishing; not waiting any longer", signal_name(signo));
-        exit_code_ = 128 + signo;
-        rdzv_finished_ = true;
         drain_timer_.cancel();
-        finish_now();
+        dispatch(event::SignalReceived{signo});
         return;
       }
       spdlog::warn("received {}; stopping the workers", signal_name(signo));
@@ -499,10 +423,10 @@ class Supervisor {
   }
 
   void perform(const action::ResetStore&) {
-    if (store_ && !rdzv_) store_->reset_state();  // dynamic: reset when the round is published
+    if (!rdzv_) store_.reset_state();  // dynamic: reset when the round is published
     // Every attempt meets in a fresh file: the last one's keys (and a torn tail) must not leak in.
     // The previous group is dead and swept, so the file is ours to remove.
-    if (machine_.attempt() > 0) remove_filestore("a fresh one for the restart");
+    if (machine_.attempt() > 0) store_.remove_filestore("a fresh one for the restart");
   }
 
   void perform(const action::SpawnGroup& a) {
@@ -540,7 +464,7 @@ class Supervisor {
       asio::post(io_, [this, attempt, next] { spawn_from(attempt, next); });
       return;
     }
-    if (store_ || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
+    if (store_.hosted() || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
     record_processes();
   }
 
@@ -627,7 +551,7 @@ class Supervisor {
     rendezvous_timer_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
-    drain_timer_.async_wait([this](boost::system::error_code) { finish_now(); });
+    drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
     maybe_finish_drained();
   }
 
@@ -639,19 +563,14 @@ class Supervisor {
     drain_timer_.cancel();
   }
 
-  void finish_now() {
-    if (finished_) return;
-    if (rdzv_ && !rdzv_finished_) {
-      if (rdzv_finishing_) return;
-      rdzv_finishing_ = true;
-      // Tell the rendezvous (the host keeps its store up until every node finished).
-      rdzv_->finish(exit_code_ == 0, fmt::format("its job ended with exit code {}", exit_code_), [this] {
-        rdzv_finished_ = true;
-        finish_now();
-      });
-      return;
-    }
-    finished_ = true;
+  // Tell the rendezvous (the host keeps its store up until every node finished).
+  void perform(const action::JoinExitBarrier& a) {
+    rdzv_->finish(a.exit_code == 0, fmt::format("its job ended with exit code {}", a.exit_code),
+                  [this] { dispatch(event::ExitBarrierPassed{}); });
+  }
+
+  void perform(const action::Exit& a) {
+    exit_code_ = a.exit_code;
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
     if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
       console_.drain(std::chrono::seconds(2));  // after the workers' last lines
@@ -668,10 +587,10 @@ class Supervisor {
       w->out.pipe.close(ec);
       w->err.pipe.close(ec);
     }
-    if (store_) store_->stop();
+    store_.stop();
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
-    remove_filestore("the job is over");
+    store_.remove_filestore("the job is over");
     std::error_code ec;
     record_.remove();
     gpu_watch_.stop();
@@ -729,7 +648,7 @@ class Supervisor {
     in.use_agent_store = config_.store_mode == StoreMode::Agent;
     in.error_file = w->error_file.string();
     in.backend = config_.backend;
-    if (config_.store_mode == StoreMode::File) in.filestore_path = filestore_.string();
+    if (config_.store_mode == StoreMode::File) in.filestore_path = store_.filestore().string();
     in.base_env = config_.base_env;
     in.virtual_local_rank = config_.virtual_local_rank;
     auto launch = make_worker_launch(in, config_.worker_argv);
@@ -819,63 +738,28 @@ class Supervisor {
   }
 
   void check_rendezvous(int attempt) {
-    int world = plan_.front().world_size;
-    std::optional<std::int64_t> arrived;
-    std::string where = fmt::format("the store at {}:{}", master_addr_, master_port_);
-    store::FileStoreLog log;
-    std::vector<pid_t> holders;
-    if (store_) {
-      auto count = store_->state().value("init/");
-      arrived = count ? std::atoll(std::string(*count).c_str()) : 0;
-    } else if (config_.store_mode == StoreMode::Rank0) {
-      arrived = rank0_store_arrivals(master_addr_, master_port_);
-      where = fmt::format("rank 0's store at {}:{}", master_addr_, master_port_);
-    } else {
-      log = read_filestore(filestore_);
-      arrived = filestore_barrier_count(log);
-      where = fmt::format("the FileStore {}", filestore_.string());
-      for (const auto& p : proc::processes_with_open(filestore_)) holders.push_back(p.pid);
-    }
-    if (!store_ && arrived && *arrived >= world) return;  // complete: the ranks' own count says so
-    auto reached = [&](const Worker& w) {
-      if (config_.store_mode == StoreMode::File) {
-        return filestore_names_rank(log, w.ranks.rank) ||
-               std::find(holders.begin(), holders.end(), w.pid) != holders.end();
-      }
-      return proc::connected_to_port(w.pid, master_port_);
-    };
-    std::string out = fmt::format("rendezvous not complete after {} s: {} of {} ranks reached {}",
-                                  std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout).count(),
-                                  arrived ? std::to_string(*arrived) : "?", world, where);
-    const char* never = config_.store_mode == StoreMode::File ? "never reached the FileStore" : "never connected";
-    json missing = json::array();
-    bool someone_waits = false;
+    const int world = plan_.front().world_size;
+    std::vector<WatchedRank> ranks;
     for (const auto& w : workers_) {
-      if (!w->alive) continue;
-      if (reached(*w)) {
-        someone_waits = true;
-        continue;
-      }
-      missing.push_back(w->ranks.rank);
-      out += fmt::format("\n    rank {} (pid {}) {}; last output:{}", w->ranks.rank, w->pid, never,
-                         w->last_output.empty() ? " (nothing)" : "");
-      for (const auto& l : w->last_output) out += fmt::format("\n      {}", l);
+      if (w->alive) ranks.push_back({w->ranks.rank, w->pid, false, {w->last_output.begin(), w->last_output.end()}});
     }
-    if (!store_ && (missing.empty() || !someone_waits)) {
+    auto ev = store_.evidence(master_addr_, master_port_, std::move(ranks));
+    auto j = judge_rendezvous(ev, world, config_.plan.nnodes, config_.rendezvous_timeout);
+    if (j.verdict == RendezvousJudgment::Verdict::Complete) return;
+    if (j.verdict == RendezvousJudgment::Verdict::NoEvidence) {
       // No local rank is provably waiting for another (yet: a slow import): nothing to name and no
       // proof of a hang. Look again after another period, until the ranks' count says complete.
       spdlog::debug("rendezvous watchdog: no evidence of a hang ({} of {} arrived, {} local ranks missing)",
-                    arrived ? std::to_string(*arrived) : "?", world, missing.size());
+                    ev.arrived ? std::to_string(*ev.arrived) : "?", world, j.missing.size());
       arm_rendezvous_watchdog(attempt);
       return;
     }
-    if (config_.plan.nnodes > 1) out += "\n    (ranks of other nodes are counted, not named)";
-    spdlog::error("{}", out);
-    rendezvous_report_ = out;
+    spdlog::error("{}", j.report);
+    rendezvous_report_ = j.report;
     events_.emit("rendezvous_timeout", {{"attempt", attempt},
-                                        {"arrived", arrived ? json(*arrived) : json(nullptr)},
+                                        {"arrived", ev.arrived ? json(*ev.arrived) : json(nullptr)},
                                         {"world_size", world},
-                                        {"missing_local_ranks", missing}});
+                                        {"missing_local_ranks", j.missing}});
     dispatch(event::RendezvousTimeout{attempt});
   }
 
@@ -958,25 +842,21 @@ class Supervisor {
   std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
   RunRecord record_;
+  WorkerStore store_;
   Console console_;
   MetricsRecorder metrics_;
   FilteredLogWriter filtered_;
   GpuWatch gpu_watch_;
-  std::unique_ptr<store::StoreServer> store_;
   std::uint16_t master_port_ = 0;
-  fs::path filestore_;  // StoreMode::File
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unordered_map<pid_t, Worker*> live_by_pid_;  // workers not reaped yet, for reap()
   std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
-  bool finished_ = false;
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;
   int round_ = 0;
   int next_attempt_ = -1;  // the restart waiting for its round
-  bool rdzv_finishing_ = false;
-  bool rdzv_finished_ = false;
   std::string rdzv_close_reason_;
   std::string master_addr_;
   std::string node_name_;

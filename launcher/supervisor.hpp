@@ -20,6 +20,7 @@ namespace ddp::launcher {
 // Agent: we host a TCPStore; Rank0: the script's rank 0 does; File: a FileStore file per attempt
 // (workers use init_method="file://..." from {filestore_url} or DDP_FILESTORE_PATH).
 enum class StoreMode { Agent, Rank0, File };
+const char* store_mode_name(StoreMode mode);  // "agent", "rank0", "file"
 
 struct SupervisorConfig {
   std::vector<std::string> worker_argv;  // argv[0] resolved; may hold {rank}-style placeholders

@@ -5,6 +5,15 @@
 
 namespace ddp::launcher {
 
+const char* store_mode_name(StoreMode mode) {
+  switch (mode) {
+    case StoreMode::Agent: return "agent";
+    case StoreMode::Rank0: return "rank0";
+    case StoreMode::File: return "file";
+  }
+  return "?";
+}
+
 bool SupervisorConfig::writes_log_files() const {
   auto any = [](const std::vector<int>& masks) {
     return std::any_of(masks.begin(), masks.end(), [](int m) { return m != 0; });
