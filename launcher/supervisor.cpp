@@ -44,6 +44,7 @@
 #include "launcher/output_lines.hpp"
 #include "launcher/worker_store.hpp"
 #include "launcher/run_record.hpp"
+#include "launcher/spawner.hpp"
 #include "launcher/supervisor_machine.hpp"
 
 namespace asio = boost::asio;
@@ -349,39 +350,14 @@ class Supervisor {
     });
   }
 
-  // Only our workers are reaped here (never the guardian).
-  // Ranks reaped in one pass share one time: they arrived together, and root_cause.hpp decides
-  // between them by evidence, not by the rank order of this loop.
   void reap() {
-    const double now = now_seconds();
-    // Which child exited, without reaping it (it may be the guardian, which is not ours to reap):
-    // O(1) per exit. A child that is not a worker ends the peeking; a scan of the workers then
-    // reaps what the peek could not reach.
-    for (;;) {
-      siginfo_t info{};
-      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
-      auto it = live_by_pid_.find(info.si_pid);
-      if (it == live_by_pid_.end()) break;
-      int status = 0;
-      if (::waitpid(info.si_pid, &status, WNOHANG) != info.si_pid) break;  // never peek the same one twice
-      on_reaped(*it->second, status, now);
-    }
-    for (auto& w : workers_) {
-      int status = 0;
-      if (w->alive && ::waitpid(w->pid, &status, WNOHANG) == w->pid) on_reaped(*w, status, now);
-    }
+    reaper_.reap([this](const RankExit& x) { on_reaped(x); });
   }
 
-  void on_reaped(Worker& worker, int status, double now) {
-    Worker* w = &worker;
-    live_by_pid_.erase(w->pid);
+  void on_reaped(const RankExit& x) {
+    Worker* w = worker_of(x.local_rank);
+    if (!w) return;  // the reaper watches only the current attempt's workers
     w->alive = false;
-    RankExit x;
-    x.local_rank = w->ranks.local_rank;
-    x.pid = w->pid;
-    x.time = now;
-    if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
     int attempt = machine_.attempt();
     auto actions = machine_.on(event::RankExited{x});
     // The peers' teardown signal goes out before anything is written: the event file is off the
@@ -389,13 +365,15 @@ class Supervisor {
     for (const auto& a : actions) {
       if (const auto* sg = std::get_if<action::SignalGroup>(&a)) signal_live_workers(sg->signo);
     }
+    // Read after the peers were signalled: off the critical path.
+    w->oom = oom_kill_evidence(cgroups_, attempt, x.local_rank, x.pid, x.signal);
     events_.emit("rank_exited", {{"attempt", attempt},
                                  {"rank", w->ranks.rank},
                                  {"local_rank", x.local_rank},
                                  {"pid", x.pid},
                                  {"exit_code", x.signal ? json(nullptr) : json(x.exit_code)},
                                  {"signal", x.signal ? json(signal_name(x.signal)) : json(nullptr)},
-                                 {"oom", oom_killed(worker, attempt, x)}});
+                                 {"oom", w->oom.has_value()}});
     for (const auto& a : actions) {
       if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
         announce_stopping(sg->signo);
@@ -405,17 +383,14 @@ class Supervisor {
     }
   }
 
-  // A SIGKILL is the OOM killer's when the rank's memory cgroup counted a kill, or (no memory
-  // cgroup) when the kernel log names the pid. Read after the peers were signalled: off the
-  // critical path.
-  bool oom_killed(Worker& w, int attempt, const RankExit& x) {
-    if (x.signal != SIGKILL) return false;
-    if (cgroups_.memory_accounting()) {
-      w.oom = cgroups_.oom_evidence(attempt, x.local_rank);
-    } else if (kernel_log_oom_kill(x.pid)) {
-      w.oom = "per the kernel log";
+  // The current attempt's worker of a local rank (workers_ is in local rank order).
+  Worker* worker_of(int local_rank) const {
+    auto i = static_cast<std::size_t>(local_rank);
+    if (i < workers_.size() && workers_[i]->ranks.local_rank == local_rank) return workers_[i].get();
+    for (const auto& w : workers_) {
+      if (w->ranks.local_rank == local_rank) return w.get();
     }
-    return w.oom.has_value();
+    return nullptr;
   }
 
   void dispatch(const Event& e) {
@@ -653,38 +628,13 @@ class Supervisor {
     in.virtual_local_rank = config_.virtual_local_rank;
     auto launch = make_worker_launch(in, config_.worker_argv);
 
-    int out_fds[2] = {-1, -1};
-    int err_fds[2] = {-1, -1};
-    if (::pipe2(out_fds, O_CLOEXEC) != 0 || ::pipe2(err_fds, O_CLOEXEC) != 0) {
-      throw Error(
-          fmt::format("cannot start rank {}: no pipe for its output ({}); raise the open files limit "
-                      "(ulimit -n) or start fewer ranks (--nproc-per-node)",
-                      ranks.rank, std::strerror(errno)));
-    }
-    w->out.pipe.assign(out_fds[0]);
-    w->err.pipe.assign(err_fds[0]);
-    SpawnRequest req;
-    req.program = launch.argv[0];
-    req.argv = launch.argv;
-    req.env.reserve(launch.env.size());
-    for (const auto& [k, v] : launch.env) req.env.push_back(k + "=" + v);
-    req.stdout_fd = out_fds[1];
-    req.stderr_fd = err_fds[1];
-    req.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
-    if (static_cast<std::size_t>(ranks.local_rank) < config_.cpu_affinity.size()) {
-      req.cpu_affinity = config_.cpu_affinity[static_cast<std::size_t>(ranks.local_rank)];  // --numa-binding
-    }
-    auto child = spawn_process(req);  // O(1) in our memory: common/spawn.hpp
-    for (int fd : req.cgroup_procs) ::close(fd);
-    ::close(out_fds[1]);
-    ::close(err_fds[1]);
-    if (!child.ok()) {
-      throw Error(fmt::format("cannot start rank {}: {} ({}: {}): {}", ranks.rank, launch.argv[0], child.what,
-                              std::strerror(child.error), "check the program path, or pass --python/--no-python"));
-    }
+    auto child = spawn_rank(ranks.rank, launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
+                            local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
+    w->out.pipe.assign(child.stdout_fd);
+    w->err.pipe.assign(child.stderr_fd);
     w->pid = child.pid;
     w->alive = true;
-    live_by_pid_[w->pid] = w.get();  // we reap it ourselves on SIGCHLD
+    reaper_.watch(w->pid, ranks.local_rank);  // we reap it ourselves on SIGCHLD
     guardian_.watch(w->pid);
     events_.emit("rank_started", {{"attempt", attempt},
                                   {"rank", ranks.rank},
@@ -849,7 +799,7 @@ class Supervisor {
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::unordered_map<pid_t, Worker*> live_by_pid_;  // workers not reaped yet, for reap()
+  Reaper reaper_;  // workers not reaped yet
   std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
