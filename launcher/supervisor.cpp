@@ -39,9 +39,10 @@
 #include "launcher/failure_report.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
+#include "launcher/file_writer.hpp"
 #include "launcher/filtered_log_writer.hpp"
+#include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
-#include "launcher/output_lines.hpp"
 #include "launcher/worker_store.hpp"
 #include "launcher/run_record.hpp"
 #include "launcher/spawner.hpp"
@@ -56,100 +57,12 @@ namespace {
 
 using sig::signal_name;
 
-// Console output from a separate thread with a bounded queue: a slow terminal must never stall
-// the event loop (and through full pipes, the workers). Lines beyond the bound are counted and
-// reported instead of blocking.
-class Console {
- public:
-  Console() : thread_([this] { loop(); }) {}
-  ~Console() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  // Waits (at most `limit`) until everything queued so far is written: a log line that follows
-  // console text (the restart after a failure summary) comes after it.
-  void drain(std::chrono::milliseconds limit) {
-    std::unique_lock lock(mu_);
-    idle_.wait_for(lock, limit, [&] { return queue_.empty() && !writing_; });
-  }
-  void write(FILE* stream, std::string text) {
-    {
-      std::lock_guard lock(mu_);
-      if (queued_bytes_ + text.size() > kMaxQueued) {
-        ++dropped_;
-        return;
-      }
-      queued_bytes_ += text.size();
-      queue_.push_back({stream, std::move(text)});
-    }
-    cv_.notify_one();
-  }
-
- private:
-  static constexpr std::size_t kMaxQueued = 16u << 20;
-  struct Item {
-    FILE* stream;
-    std::string text;
-  };
-  void loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
-      if (queue_.empty() && done_) {
-        if (dropped_) std::fprintf(stdout, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped_);
-        break;
-      }
-      Item item = std::move(queue_.front());
-      queue_.pop_front();
-      queued_bytes_ -= item.text.size();
-      std::size_t dropped = std::exchange(dropped_, 0);
-      writing_ = true;
-      lock.unlock();
-      if (dropped) std::fprintf(item.stream, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped);
-      std::fwrite(item.text.data(), 1, item.text.size(), item.stream);
-      std::fflush(item.stream);
-      lock.lock();
-      writing_ = false;
-      if (queue_.empty()) idle_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable idle_;
-  bool writing_ = false;
-  std::deque<Item> queue_;
-  std::size_t queued_bytes_ = 0;
-  std::size_t dropped_ = 0;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-struct Stream {
-  explicit Stream(asio::io_context& io) : pipe(io) {}
-  asio::posix::stream_descriptor pipe;  // the read end
-  // For the console, the metrics and the summary; the file gets the bytes as read.
-  OutputLines lines;
-  std::vector<char> buf = std::vector<char>(64 * 1024);
-  bool open = true;
-  bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
-  std::ofstream file;
-};
-
 struct Worker {
-  Worker(asio::io_context& io) : out(io), err(io) {}
+  explicit Worker(asio::io_context& io) : output(io) {}
   RankAssignment ranks;
-  std::string prefix;  // of its console and filtered-log lines
-  int attempt = 0;
   pid_t pid = 0;
   bool alive = false;
-  Stream out;
-  Stream err;
-  std::deque<std::string> last_stderr;  // for the failure summary
-  std::deque<std::string> last_output;  // both streams: what a rank that never arrived said last
+  RankOutput output;  // routed by LogRouter; its last lines for the summary and the watchdog
   fs::path error_file;
   std::optional<std::string> oom;  // SIGKILLed by the OOM killer: the evidence
 };
@@ -173,8 +86,13 @@ class Supervisor {
         events_(config.events_path),
         record_(RunRecordPaths{config.run_dir, config.processes_file, config.log_base_dir}),
         store_(io_, config, events_),
-        metrics_(config.run_dir, config.metric_patterns, describe_run(config, plan_)),
-        filtered_(config.run_dir, config.duplicate_filters),
+        metrics_(files_, config.run_dir, config.metric_patterns, describe_run(config, plan_)),
+        filtered_(files_, config.run_dir, config.duplicate_filters),
+        router_(io_, console_, files_, metrics_, filtered_,
+                [this] {
+                  maybe_finish_drained();
+                  maybe_restart_drained();
+                }),
         gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
                    [this](const GpuSample& s) { on_gpu_sample(s); },
                    [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
@@ -410,9 +328,7 @@ class Supervisor {
     // A dead rank's children (DataLoader workers...) may still hold its pipes when the group
     // restarts: keep the old Worker alive so the aborted reads complete on live objects.
     for (auto& w : workers_) {
-      boost::system::error_code ec;
-      w->out.pipe.close(ec);
-      w->err.pipe.close(ec);
+      w->output.stop_reading();
       retired_workers_.push_back(std::move(w));
     }
     workers_.clear();
@@ -490,7 +406,7 @@ class Supervisor {
   void maybe_restart_drained() {
     if (!pending_restart_) return;
     for (auto& w : workers_) {
-      if (w->out.open || w->err.open) return;
+      if (!w->output.drained()) return;
     }
     drain_timer_.cancel();
     restart_after_drain();
@@ -500,6 +416,7 @@ class Supervisor {
     if (!pending_restart_) return;
     const auto a = *pending_restart_;
     pending_restart_.reset();
+    flush_files();
     report_failures(false);
     console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
@@ -533,7 +450,7 @@ class Supervisor {
   void maybe_finish_drained() {
     if (!machine_.finished_with()) return;
     for (auto& w : workers_) {
-      if (w->out.open || w->err.open) return;
+      if (!w->output.drained()) return;
     }
     drain_timer_.cancel();
   }
@@ -544,8 +461,18 @@ class Supervisor {
                   [this] { dispatch(event::ExitBarrierPassed{}); });
   }
 
+  // What the workers printed is in their log files before the summary quotes it, and before the
+  // `finished` event a reader may act on.
+  void flush_files() {
+    if (!files_.flush(std::chrono::seconds(10))) {
+      spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written",
+                   config_.run_dir.string());
+    }
+  }
+
   void perform(const action::Exit& a) {
     exit_code_ = a.exit_code;
+    flush_files();
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
     if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
       console_.drain(std::chrono::seconds(2));  // after the workers' last lines
@@ -557,11 +484,7 @@ class Supervisor {
                               {"attempts", machine_.attempt() + 1},
                               {"restarts", machine_.attempt()}});
     child_signal_.cancel();
-    for (auto& w : workers_) {
-      boost::system::error_code ec;
-      w->out.pipe.close(ec);
-      w->err.pipe.close(ec);
-    }
+    for (auto& w : workers_) w->output.stop_reading();
     store_.stop();
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
@@ -569,6 +492,7 @@ class Supervisor {
     std::error_code ec;
     record_.remove();
     gpu_watch_.stop();
+    files_.finish();  // everything queued is written: the reports below count what was not
     filtered_.finish();
     bool kept_metrics =
         metrics_.finish({{"exit_code", exit_code_}, {"attempts", machine_.attempt() + 1}}, config_.remove_run_dir);
@@ -594,23 +518,15 @@ class Supervisor {
   void spawn(const RankAssignment& ranks, int attempt) {
     auto w = std::make_unique<Worker>(io_);
     w->ranks = ranks;
-    w->prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
-    w->attempt = attempt;
+    w->output.prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
+    w->output.attempt = attempt;
+    w->output.rank = ranks.rank;
     fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
     std::error_code fec;
     fs::create_directories(dir, fec);
     w->error_file = dir / "error.json";
     fs::remove(w->error_file, fec);
     auto local = static_cast<std::size_t>(ranks.local_rank);
-    auto mask_of = [&](const std::vector<int>& masks) { return local < masks.size() ? masks[local] : 0; };
-    int redirect = mask_of(config_.redirects);
-    int tee = mask_of(config_.tee);
-    bool shown = local >= config_.console_ranks.size() || config_.console_ranks[local];
-    for (auto [stream, bit, name] : {std::tuple{&w->out, 1, "stdout.log"}, std::tuple{&w->err, 2, "stderr.log"}}) {
-      auto route = route_stream(redirect, tee, bit, shown);
-      stream->console = route.console;
-      if (route.file) stream->file.open(dir / name, std::ios::binary);
-    }
 
     WorkerEnvInput in;
     in.ranks = ranks;
@@ -630,8 +546,6 @@ class Supervisor {
 
     auto child = spawn_rank(ranks.rank, launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
                             local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
-    w->out.pipe.assign(child.stdout_fd);
-    w->err.pipe.assign(child.stderr_fd);
     w->pid = child.pid;
     w->alive = true;
     reaper_.watch(w->pid, ranks.local_rank);  // we reap it ourselves on SIGCHLD
@@ -642,37 +556,8 @@ class Supervisor {
                                   {"pid", w->pid}});
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
-    read_stream(raw, raw->out, stdout);
-    read_stream(raw, raw->err, stderr);
-  }
-
-  void read_stream(Worker* w, Stream& s, FILE* console) {
-    s.pipe.async_read_some(asio::buffer(s.buf), [this, w, &s, console](boost::system::error_code ec,
-                                                                        std::size_t n) {
-      if (ec) {
-        if (auto last = s.lines.finish()) emit_line(w, s, console, std::move(*last));
-        s.open = false;
-        maybe_finish_drained();
-        maybe_restart_drained();
-        return;
-      }
-      // The file gets the worker's bytes exactly (long lines, binary, a last line without newline).
-      if (s.file.is_open()) s.file.write(s.buf.data(), static_cast<std::streamsize>(n)).flush();
-      for (auto& line : s.lines.feed(std::string_view(s.buf.data(), n))) emit_line(w, s, console, std::move(line));
-      read_stream(w, s, console);
-    });
-  }
-
-  void emit_line(Worker* w, Stream& s, FILE* console, std::string line) {
-    if (&s == &w->err) {
-      w->last_stderr.push_back(line);
-      if (w->last_stderr.size() > 20) w->last_stderr.pop_front();
-    }
-    w->last_output.push_back(line);
-    if (w->last_output.size() > 5) w->last_output.pop_front();
-    metrics_.on_line(w->attempt, w->ranks.rank, line);
-    filtered_.on_line(w->attempt, &s == &w->err, w->prefix, line);
-    if (s.console) console_.write(console, fmt::format("{}{}\n", w->prefix, line));
+    router_.start(raw->output, child.stdout_fd, child.stderr_fd,
+                  route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
   }
 
   // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name
@@ -691,7 +576,7 @@ class Supervisor {
     const int world = plan_.front().world_size;
     std::vector<WatchedRank> ranks;
     for (const auto& w : workers_) {
-      if (w->alive) ranks.push_back({w->ranks.rank, w->pid, false, {w->last_output.begin(), w->last_output.end()}});
+      if (w->alive) ranks.push_back({w->ranks.rank, w->pid, false, {w->output.last_output.begin(), w->output.last_output.end()}});
     }
     auto ev = store_.evidence(master_addr_, master_port_, std::move(ranks));
     auto j = judge_rendezvous(ev, world, config_.plan.nnodes, config_.rendezvous_timeout);
@@ -752,7 +637,7 @@ class Supervisor {
       ev.rank = w->ranks.rank;
       ev.group_rank = w->ranks.group_rank;
       read_error_file(w->error_file, ev);
-      ev.last_stderr.assign(w->last_stderr.begin(), w->last_stderr.end());
+      ev.last_stderr.assign(w->output.last_stderr.begin(), w->output.last_stderr.end());
       ev.oom = w->oom;
       return ev;
     }
@@ -794,8 +679,10 @@ class Supervisor {
   RunRecord record_;
   WorkerStore store_;
   Console console_;
+  FileWriter files_;  // one writer thread: per-rank logs, filtered logs, metrics.csv
   MetricsRecorder metrics_;
   FilteredLogWriter filtered_;
+  LogRouter router_;
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
