@@ -1,52 +1,33 @@
 #include "launcher/supervisor.hpp"
 
-#include <fcntl.h>
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <fstream>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
-#include <tuple>
-#include <unordered_map>
 
-#include "common/clock.hpp"
-#include "common/error.hpp"
-#include "common/proc.hpp"
 #include "common/signals.hpp"
-#include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/event_log.hpp"
 #include "launcher/failure_report.hpp"
-#include "launcher/gpu_watch.hpp"
-#include "launcher/guardian.hpp"
 #include "launcher/file_writer.hpp"
 #include "launcher/filtered_log_writer.hpp"
+#include "launcher/gpu_watch.hpp"
+#include "launcher/guardian.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
-#include "launcher/worker_store.hpp"
 #include "launcher/run_record.hpp"
-#include "launcher/spawner.hpp"
 #include "launcher/supervisor_machine.hpp"
+#include "launcher/worker_group.hpp"
+#include "launcher/worker_store.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -56,16 +37,6 @@ namespace ddp::launcher {
 namespace {
 
 using sig::signal_name;
-
-struct Worker {
-  explicit Worker(asio::io_context& io) : output(io) {}
-  RankAssignment ranks;
-  pid_t pid = 0;
-  bool alive = false;
-  RankOutput output;  // routed by LogRouter; its last lines for the summary and the watchdog
-  fs::path error_file;
-  std::optional<std::string> oom;  // SIGKILLed by the OOM killer: the evidence
-};
 
 class Supervisor {
  public:
@@ -158,12 +129,7 @@ class Supervisor {
     r.guardian = recorded_process(guardian_.pid());
     r.attempt = machine_.attempt();
     r.cgroups = cgroups_.dirs();
-    for (const auto& w : workers_) {
-      auto e = recorded_process(w->pid);
-      e.rank = w->ranks.rank;
-      e.local_rank = w->ranks.local_rank;
-      r.workers.push_back(e);
-    }
+    r.workers = workers_.recorded();
     record_.write(r);
   }
 
@@ -263,19 +229,13 @@ class Supervisor {
   void arm_sigchld() {
     child_signal_.async_wait([this](boost::system::error_code ec, int) {
       if (ec) return;
-      reap();
+      workers_.reap([this](Worker& w, const RankExit& x) { on_reaped(w, x); });
       arm_sigchld();
     });
   }
 
-  void reap() {
-    reaper_.reap([this](const RankExit& x) { on_reaped(x); });
-  }
-
-  void on_reaped(const RankExit& x) {
-    Worker* w = worker_of(x.local_rank);
-    if (!w) return;  // the reaper watches only the current attempt's workers
-    w->alive = false;
+  void on_reaped(Worker& worker, const RankExit& x) {
+    Worker* w = &worker;
     int attempt = machine_.attempt();
     auto actions = machine_.on(event::RankExited{x});
     // The peers' teardown signal goes out before anything is written: the event file is off the
@@ -301,16 +261,6 @@ class Supervisor {
     }
   }
 
-  // The current attempt's worker of a local rank (workers_ is in local rank order).
-  Worker* worker_of(int local_rank) const {
-    auto i = static_cast<std::size_t>(local_rank);
-    if (i < workers_.size() && workers_[i]->ranks.local_rank == local_rank) return workers_[i].get();
-    for (const auto& w : workers_) {
-      if (w->ranks.local_rank == local_rank) return w.get();
-    }
-    return nullptr;
-  }
-
   void dispatch(const Event& e) {
     for (const auto& action : machine_.on(e)) std::visit([this](const auto& a) { perform(a); }, action);
   }
@@ -325,13 +275,7 @@ class Supervisor {
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
     rendezvous_announced_ = false;
-    // A dead rank's children (DataLoader workers...) may still hold its pipes when the group
-    // restarts: keep the old Worker alive so the aborted reads complete on live objects.
-    for (auto& w : workers_) {
-      w->output.stop_reading();
-      retired_workers_.push_back(std::move(w));
-    }
-    workers_.clear();
+    workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
     std::error_code ec;
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
@@ -366,9 +310,7 @@ class Supervisor {
 
   void signal_live_workers(int signo) {
     if (signo == SIGKILL) spdlog::warn("killing the remaining workers");
-    for (auto& w : workers_) {
-      if (w->alive) ::kill(-w->pid, signo);
-    }
+    workers_.signal(signo);
   }
 
   void announce_stopping(int signo) {
@@ -404,10 +346,7 @@ class Supervisor {
   }
 
   void maybe_restart_drained() {
-    if (!pending_restart_) return;
-    for (auto& w : workers_) {
-      if (!w->output.drained()) return;
-    }
+    if (!pending_restart_ || !workers_.drained()) return;
     drain_timer_.cancel();
     restart_after_drain();
   }
@@ -448,10 +387,7 @@ class Supervisor {
   }
 
   void maybe_finish_drained() {
-    if (!machine_.finished_with()) return;
-    for (auto& w : workers_) {
-      if (!w->output.drained()) return;
-    }
+    if (!machine_.finished_with() || !workers_.drained()) return;
     drain_timer_.cancel();
   }
 
@@ -484,7 +420,7 @@ class Supervisor {
                               {"attempts", machine_.attempt() + 1},
                               {"restarts", machine_.attempt()}});
     child_signal_.cancel();
-    for (auto& w : workers_) w->output.stop_reading();
+    workers_.stop_reading();
     store_.stop();
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
@@ -508,10 +444,7 @@ class Supervisor {
   // Every worker's process group gets SIGKILL once its leader is gone: nothing it started survives;
   // cgroup.kill reaches what left the group (a double-forked daemon), where cgroups are writable.
   void sweep() {
-    for (auto& w : workers_) {
-      ::kill(-w->pid, SIGKILL);
-      guardian_.forget(w->pid);
-    }
+    workers_.kill_all();
     cgroups_.kill_all();
   }
 
@@ -528,35 +461,20 @@ class Supervisor {
     fs::remove(w->error_file, fec);
     auto local = static_cast<std::size_t>(ranks.local_rank);
 
-    WorkerEnvInput in;
-    in.ranks = ranks;
-    in.master_addr = master_addr_;
-    in.master_port = master_port_;
     // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
-    in.restart_count = rdzv_ ? round_ : attempt;
-    in.max_restarts = config_.max_restarts;
-    in.run_id = config_.run_id;
-    in.use_agent_store = config_.store_mode == StoreMode::Agent;
-    in.error_file = w->error_file.string();
-    in.backend = config_.backend;
-    if (config_.store_mode == StoreMode::File) in.filestore_path = store_.filestore().string();
-    in.base_env = config_.base_env;
-    in.virtual_local_rank = config_.virtual_local_rank;
+    auto in = worker_env_input(config_, ranks, master_addr_, master_port_, rdzv_ ? round_ : attempt,
+                               w->error_file.string(), store_.filestore().string());
     auto launch = make_worker_launch(in, config_.worker_argv);
 
-    auto child = spawn_rank(ranks.rank, launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
-                            local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
-    w->pid = child.pid;
-    w->alive = true;
-    reaper_.watch(w->pid, ranks.local_rank);  // we reap it ourselves on SIGCHLD
-    guardian_.watch(w->pid);
+    Worker& started = *w;
+    auto child = workers_.start(
+        std::move(w), launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
+        local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
     events_.emit("rank_started", {{"attempt", attempt},
                                   {"rank", ranks.rank},
                                   {"local_rank", ranks.local_rank},
-                                  {"pid", w->pid}});
-    Worker* raw = w.get();
-    workers_.push_back(std::move(w));
-    router_.start(raw->output, child.stdout_fd, child.stderr_fd,
+                                  {"pid", child.pid}});
+    router_.start(started.output, child.stdout_fd, child.stderr_fd,
                   route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
   }
 
@@ -574,11 +492,7 @@ class Supervisor {
 
   void check_rendezvous(int attempt) {
     const int world = plan_.front().world_size;
-    std::vector<WatchedRank> ranks;
-    for (const auto& w : workers_) {
-      if (w->alive) ranks.push_back({w->ranks.rank, w->pid, false, {w->output.last_output.begin(), w->output.last_output.end()}});
-    }
-    auto ev = store_.evidence(master_addr_, master_port_, std::move(ranks));
+    auto ev = store_.evidence(master_addr_, master_port_, workers_.alive_ranks());
     auto j = judge_rendezvous(ev, world, config_.plan.nnodes, config_.rendezvous_timeout);
     if (j.verdict == RendezvousJudgment::Verdict::Complete) return;
     if (j.verdict == RendezvousJudgment::Verdict::NoEvidence) {
@@ -615,7 +529,7 @@ class Supervisor {
     in.worker_argv = config_.worker_argv;
     in.failures = machine_.failures();
     in.teardown_began = machine_.teardown_began();
-    for (const auto& f : in.failures) in.evidence.push_back(evidence_of(f.exit.local_rank));
+    for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
     auto report = failure_report(in);
     if (const auto& rc = report.root_cause) {
       events_.emit("root_cause", {{"attempt", rc->attempt},
@@ -628,20 +542,6 @@ class Supervisor {
                                   {"error", rc->error ? json(*rc->error) : json(nullptr)}});
     }
     if (!report.text.empty()) console_.write(stderr, report.text);
-  }
-
-  std::optional<RankEvidence> evidence_of(int local_rank) const {
-    for (const auto& w : workers_) {
-      if (w->ranks.local_rank != local_rank) continue;
-      RankEvidence ev;
-      ev.rank = w->ranks.rank;
-      ev.group_rank = w->ranks.group_rank;
-      read_error_file(w->error_file, ev);
-      ev.last_stderr.assign(w->output.last_stderr.begin(), w->output.last_stderr.end());
-      ev.oom = w->oom;
-      return ev;
-    }
-    return std::nullopt;
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
@@ -685,9 +585,7 @@ class Supervisor {
   LogRouter router_;
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  Reaper reaper_;  // workers not reaped yet
-  std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
+  WorkerGroup workers_{guardian_};
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
   // Dynamic rendezvous (--rdzv-backend c10d).

@@ -74,6 +74,12 @@ struct SupervisorConfig {
   bool writes_log_files() const;
 };
 
+// The worker environment's input for one rank (restart_count: the attempt, or the dynamic
+// rendezvous' round; filestore: --store file's path, else ignored).
+WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssignment& ranks,
+                                const std::string& master_addr, std::uint16_t master_port, int restart_count,
+                                const std::string& error_file, const std::string& filestore);
+
 // Runs the job to the end; returns the supervisor's exit code (0 success, 1 failure,
 // 128+signo when stopped by a handled signal).
 int run_supervisor(const SupervisorConfig& config);

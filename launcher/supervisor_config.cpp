@@ -22,4 +22,23 @@ bool SupervisorConfig::writes_log_files() const {
   return any(redirects) || any(tee) || duplicate_filters.any();
 }
 
+WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssignment& ranks,
+                                const std::string& master_addr, std::uint16_t master_port, int restart_count,
+                                const std::string& error_file, const std::string& filestore) {
+  WorkerEnvInput in;
+  in.ranks = ranks;
+  in.master_addr = master_addr;
+  in.master_port = master_port;
+  in.restart_count = restart_count;
+  in.max_restarts = config.max_restarts;
+  in.run_id = config.run_id;
+  in.use_agent_store = config.store_mode == StoreMode::Agent;
+  in.error_file = error_file;
+  in.backend = config.backend;
+  if (config.store_mode == StoreMode::File) in.filestore_path = filestore;
+  in.base_env = config.base_env;
+  in.virtual_local_rank = config.virtual_local_rank;
+  return in;
+}
+
 }  // namespace ddp::launcher
