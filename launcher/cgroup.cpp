@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -271,6 +272,14 @@ bool kernel_log_oom_kill(pid_t pid) {
   }
   ::close(fd);
   return found;
+}
+
+std::optional<std::string> oom_kill_evidence(const WorkerCgroups& cgroups, int attempt, int local_rank, pid_t pid,
+                                             int signal) {
+  if (signal != SIGKILL) return std::nullopt;
+  if (cgroups.memory_accounting()) return cgroups.oom_evidence(attempt, local_rank);
+  if (kernel_log_oom_kill(pid)) return "per the kernel log";
+  return std::nullopt;
 }
 
 }  // namespace ddp::launcher

@@ -107,4 +107,9 @@ bool kill_and_remove_run_cgroups(const std::vector<std::filesystem::path>& dirs,
 // log is unreadable.
 bool kernel_log_oom_kill(pid_t pid);
 
+// Why a rank that died of `signal` was the OOM killer's: a SIGKILL counted by its memory cgroup, or
+// (no memory cgroup) one the kernel log names; nullopt when there is no such evidence.
+std::optional<std::string> oom_kill_evidence(const WorkerCgroups& cgroups, int attempt, int local_rank, pid_t pid,
+                                             int signal);
+
 }  // namespace ddp::launcher

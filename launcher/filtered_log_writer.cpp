@@ -3,90 +3,42 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <system_error>
+#include <string>
 
 namespace ddp::launcher {
 
-FilteredLogWriter::FilteredLogWriter(std::filesystem::path run_dir, DuplicateFilters filters)
-    : run_dir_(std::move(run_dir)), filters_(std::move(filters)) {}
-
-FilteredLogWriter::~FilteredLogWriter() { finish(); }
+FilteredLogWriter::FilteredLogWriter(FileWriter& files, std::filesystem::path run_dir, DuplicateFilters filters)
+    : files_(files), run_dir_(std::move(run_dir)), filters_(std::move(filters)) {}
 
 void FilteredLogWriter::on_line(int attempt, bool is_stderr, std::string_view prefix, std::string_view line) {
-  if (!filters_.matches(line, is_stderr)) return;
+  if (finished_ || !filters_.matches(line, is_stderr)) return;
   std::string text;
   text.reserve(prefix.size() + line.size() + 1);
   text.append(prefix).append(line).push_back('\n');
-  {
-    std::lock_guard lock(mu_);
-    if (done_) return;
-    if (queued_bytes_ + text.size() > kMaxQueuedBytes) {
-      ++dropped_;
-      return;
-    }
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-    queued_bytes_ += text.size();
-    queue_.push_back({attempt, is_stderr, std::move(text)});
+  // One file per stream, another when a new attempt's lines arrive. Appending: the loop wipes an
+  // attempt's directory before its ranks start, so an old file is never continued.
+  const int i = is_stderr ? 1 : 0;
+  if (attempt_of_[i] != attempt) {
+    if (file_[i]) files_.close(*file_[i]);
+    file_[i] = files_.open(run_dir_ / filtered_log_name(attempt, is_stderr), FileWriter::Mode::Append);
+    attempt_of_[i] = attempt;
+    opened_.push_back(*file_[i]);
   }
-  cv_.notify_one();
-}
-
-void FilteredLogWriter::loop() {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
-    if (queue_.empty() && done_) break;
-    std::deque<Entry> batch;
-    batch.swap(queue_);
-    queued_bytes_ = 0;
-    lock.unlock();
-    std::size_t failed = write(batch);
-    lock.lock();
-    failed_ += failed;
-  }
-}
-
-std::size_t FilteredLogWriter::write(std::deque<Entry>& batch) {
-  // One open file per stream, reopened when a new attempt's lines arrive. Appending: the loop
-  // wipes an attempt's directory before its ranks start, so an old file is never continued.
-  std::size_t failed = 0;
-  for (auto& e : batch) {
-    int i = e.is_stderr ? 1 : 0;
-    if (attempt_of_[i] != e.attempt) {
-      files_[i].close();
-      auto path = run_dir_ / filtered_log_name(e.attempt, e.is_stderr);
-      std::error_code ec;
-      std::filesystem::create_directories(path.parent_path(), ec);
-      files_[i].clear();
-      files_[i].open(path, std::ios::binary | std::ios::app);
-      attempt_of_[i] = e.attempt;
-    }
-    if (files_[i].is_open()) {
-      files_[i].write(e.text.data(), static_cast<std::streamsize>(e.text.size()));
-    } else {
-      ++failed;
-    }
-  }
-  for (auto& f : files_) f.flush();  // a reader (tail -f, a test) sees each batch at once
-  return failed;
+  if (!files_.write(*file_[i], std::move(text), true)) ++dropped_;
 }
 
 void FilteredLogWriter::finish() {
-  {
-    std::lock_guard lock(mu_);
-    if (done_) return;
-    done_ = true;
-  }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  if (finished_) return;
+  finished_ = true;
+  std::size_t failed = 0;
+  for (auto id : opened_) failed += files_.failed_writes(id);
   if (dropped_) {
     spdlog::warn(
         "the disk was too slow for the filtered logs: {} matching lines dropped from {}/attempt_*/filtered_*.log",
         dropped_, run_dir_.string());
   }
-  if (failed_) {
-    spdlog::warn("{} matching lines could not be written under {} (check that the directory is writable)", failed_,
+  if (failed) {
+    spdlog::warn("{} matching lines could not be written under {} (check that the directory is writable)", failed,
                  run_dir_.string());
   }
 }

@@ -40,13 +40,11 @@ nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAss
   return j;
 }
 
-MetricsRecorder::MetricsRecorder(std::filesystem::path run_dir, std::vector<MetricPattern> patterns,
+MetricsRecorder::MetricsRecorder(FileWriter& files, std::filesystem::path run_dir, std::vector<MetricPattern> patterns,
                                  nlohmann::json run_info)
-    : run_dir_(std::move(run_dir)), extractor_(std::move(patterns)), run_info_(std::move(run_info)) {
+    : files_(files), run_dir_(std::move(run_dir)), extractor_(std::move(patterns)), run_info_(std::move(run_info)) {
   run_info_["started"] = now_seconds();
 }
-
-MetricsRecorder::~MetricsRecorder() { stop_writer(); }
 
 void MetricsRecorder::on_line(int attempt, int rank, std::string_view line) {
   // Cheap for ordinary lines: no metric prefix and no user pattern means no work.
@@ -57,60 +55,22 @@ void MetricsRecorder::on_line(int attempt, int rank, std::string_view line) {
 }
 
 void MetricsRecorder::record(const MetricRow& row) {
-  if (!thread_.joinable()) {
-    if (done_) return;  // after finish()
-    thread_ = std::thread([this] { loop(); });
+  if (finished_) return;
+  if (!csv_) {
+    // Truncated: a run directory reused from an earlier run starts a fresh file (as its attempt_N are wiped).
+    auto path = csv_path();
+    csv_ = files_.open(path, FileWriter::Mode::Truncate, [path](int error) {
+      spdlog::warn("cannot write {}: {}; metrics are not recorded", path.string(), std::strerror(error));
+    });
+    files_.write(*csv_, std::string(kMetricsCsvHeader) + '\n', false);
   }
   ++rows_;
-  std::string text = format_metric_row(now_seconds(), row) + '\n';
-  {
-    std::lock_guard lock(mu_);
-    if (queued_bytes_ + text.size() > kMaxQueuedBytes) {
-      ++dropped_;
-      return;
-    }
-    queued_bytes_ += text.size();
-    queue_.push_back(std::move(text));
-  }
-  cv_.notify_one();
-}
-
-void MetricsRecorder::loop() {
-  std::error_code ec;
-  std::filesystem::create_directories(run_dir_, ec);
-  auto path = csv_path();
-  // "w": a run directory reused from an earlier run starts a fresh file (as its attempt_N are wiped).
-  FILE* file = std::fopen(path.c_str(), "w");
-  if (!file) spdlog::warn("cannot write {}: {}; metrics are not recorded", path.string(), std::strerror(errno));
-  if (file) std::fprintf(file, "%.*s\n", static_cast<int>(kMetricsCsvHeader.size()), kMetricsCsvHeader.data());
-  std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
-    if (queue_.empty() && done_) break;
-    std::deque<std::string> batch;
-    batch.swap(queue_);
-    queued_bytes_ = 0;
-    lock.unlock();
-    if (file) {
-      for (const auto& text : batch) std::fwrite(text.data(), 1, text.size(), file);
-      std::fflush(file);
-    }
-    lock.lock();
-  }
-  if (file) std::fclose(file);
-}
-
-void MetricsRecorder::stop_writer() {
-  {
-    std::lock_guard lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  if (!files_.write(*csv_, format_metric_row(now_seconds(), row) + '\n', true)) ++dropped_;
 }
 
 bool MetricsRecorder::finish(nlohmann::json outcome, bool temporary_run_dir) {
-  stop_writer();
+  if (finished_) return false;
+  finished_ = true;
   if (dropped_)
     spdlog::warn("the disk was too slow for the metrics: {} rows dropped from {}", dropped_, csv_path().string());
   if (rows_ == 0) return false;

@@ -1,16 +1,15 @@
 #pragma once
 // MetricsRecorder: the shell around MetricExtractor. The log router hands it every whole line;
-// rows go to <run_dir>/metrics.csv through a writer thread with a bounded queue, so a slow disk
-// never stalls the event loop (and, through full pipes, the workers). Rows beyond the bound are
-// counted and reported, not waited for.
-#include <condition_variable>
-#include <deque>
+// rows go to <run_dir>/metrics.csv through the supervisor's FileWriter (launcher/file_writer.hpp),
+// so a slow disk never stalls the event loop (and, through full pipes, the workers). Rows beyond
+// its bound are counted and reported, not waited for.
 #include <filesystem>
-#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
+
+#include "launcher/file_writer.hpp"
 
 #include "launcher/metrics.hpp"
 #include "launcher/rank_plan.hpp"
@@ -28,8 +27,8 @@ class MetricsRecorder {
  public:
   // run_info: what `ddp-launch report` needs besides the rows (world size, batch policy...);
   // written with the end time and exit code to <run_dir>/run.json when the run recorded metrics.
-  MetricsRecorder(std::filesystem::path run_dir, std::vector<MetricPattern> patterns, nlohmann::json run_info);
-  ~MetricsRecorder();
+  MetricsRecorder(FileWriter& files, std::filesystem::path run_dir, std::vector<MetricPattern> patterns,
+                  nlohmann::json run_info);
   MetricsRecorder(const MetricsRecorder&) = delete;
   MetricsRecorder& operator=(const MetricsRecorder&) = delete;
 
@@ -40,29 +39,21 @@ class MetricsRecorder {
 
   std::filesystem::path csv_path() const { return run_dir_ / "metrics.csv"; }
 
-  // Drains the writer, writes run.json when anything was recorded; returns whether the run
+  // After the FileWriter finished: writes run.json when anything was recorded; returns whether the run
   // directory must be kept: anything recorded in a directory the user named, or worker metrics in
   // a temporary one (the supervisor's own GPU samples alone do not keep a temporary directory).
   bool finish(nlohmann::json outcome, bool temporary_run_dir);
 
  private:
-  void loop();
-  void stop_writer();
-
+  FileWriter& files_;
+  std::optional<FileWriter::FileId> csv_;  // opened with the first row
   std::filesystem::path run_dir_;
   MetricExtractor extractor_;
   nlohmann::json run_info_;
   std::size_t rows_ = 0;
   std::size_t worker_rows_ = 0;
-
-  static constexpr std::size_t kMaxQueuedBytes = 8u << 20;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::size_t queued_bytes_ = 0;
   std::size_t dropped_ = 0;
-  bool done_ = false;
-  std::thread thread_;
+  bool finished_ = false;
 };
 
 }  // namespace ddp::launcher

@@ -40,4 +40,13 @@ StreamRouting route_stream(int redirect_mask, int tee_mask, int stream_bit, bool
   return r;
 }
 
+RankRouting route_rank(const std::vector<int>& redirects, const std::vector<int>& tee,
+                       const std::vector<bool>& console_ranks, int local_rank) {
+  auto local = static_cast<std::size_t>(local_rank);
+  auto mask_of = [&](const std::vector<int>& masks) { return local < masks.size() ? masks[local] : 0; };
+  const bool shown = local >= console_ranks.size() || console_ranks[local];
+  return {route_stream(mask_of(redirects), mask_of(tee), 1, shown),
+          route_stream(mask_of(redirects), mask_of(tee), 2, shown)};
+}
+
 }  // namespace ddp::launcher

@@ -34,4 +34,13 @@ struct StreamRouting {
 };
 StreamRouting route_stream(int redirect_mask, int tee_mask, int stream_bit, bool rank_shown);
 
+// Both streams of local rank `local_rank`, from the per-rank masks and --local-ranks-filter's
+// console_ranks (a missing entry: mask 0, rank shown).
+struct RankRouting {
+  StreamRouting out;
+  StreamRouting err;
+};
+RankRouting route_rank(const std::vector<int>& redirects, const std::vector<int>& tee,
+                       const std::vector<bool>& console_ranks, int local_rank);
+
 }  // namespace ddp::launcher

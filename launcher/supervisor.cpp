@@ -1,54 +1,35 @@
 #include "launcher/supervisor.hpp"
 
-#include <fcntl.h>
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <fstream>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
-#include <thread>
-#include <tuple>
-#include <unordered_map>
 
-#include "common/clock.hpp"
-#include "common/error.hpp"
 #include "common/events.hpp"
-#include "common/proc.hpp"
+#include "common/exit_status.hpp"
 #include "common/signals.hpp"
-#include "common/spawn.hpp"
 #include "launcher/cgroup.hpp"
-#include "launcher/failure_hints.hpp"
+#include "launcher/event_log.hpp"
+#include "launcher/failure_report.hpp"
+#include "launcher/file_writer.hpp"
 #include "launcher/filtered_log_writer.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
+#include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
-#include "launcher/output_lines.hpp"
-#include "launcher/rendezvous_evidence.hpp"
-#include "launcher/root_cause.hpp"
+#include "launcher/run_record.hpp"
 #include "launcher/supervisor_machine.hpp"
-#include "store/filestore_cleaner.hpp"
-#include "store/server.hpp"
+#include "launcher/worker_group.hpp"
+#include "launcher/worker_store.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -58,126 +39,6 @@ namespace ddp::launcher {
 namespace {
 
 using sig::signal_name;
-using proc::read_proc_stat;
-
-// Console output from a separate thread with a bounded queue: a slow terminal must never stall
-// the event loop (and through full pipes, the workers). Lines beyond the bound are counted and
-// reported instead of blocking.
-class Console {
- public:
-  Console() : thread_([this] { loop(); }) {}
-  ~Console() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  // Waits (at most `limit`) until everything queued so far is written: a log line that follows
-  // console text (the restart after a failure summary) comes after it.
-  void drain(std::chrono::milliseconds limit) {
-    std::unique_lock lock(mu_);
-    idle_.wait_for(lock, limit, [&] { return queue_.empty() && !writing_; });
-  }
-  void write(FILE* stream, std::string text) {
-    {
-      std::lock_guard lock(mu_);
-      if (queued_bytes_ + text.size() > kMaxQueued) {
-        ++dropped_;
-        return;
-      }
-      queued_bytes_ += text.size();
-      queue_.push_back({stream, std::move(text)});
-    }
-    cv_.notify_one();
-  }
-
- private:
-  static constexpr std::size_t kMaxQueued = 16u << 20;
-  struct Item {
-    FILE* stream;
-    std::string text;
-  };
-  void loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
-      if (queue_.empty() && done_) {
-        if (dropped_) std::fprintf(stdout, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped_);
-        break;
-      }
-      Item item = std::move(queue_.front());
-      queue_.pop_front();
-      queued_bytes_ -= item.text.size();
-      std::size_t dropped = std::exchange(dropped_, 0);
-      writing_ = true;
-      lock.unlock();
-      if (dropped) std::fprintf(item.stream, "[ddp-launch]: console too slow, %zu lines dropped\n", dropped);
-      std::fwrite(item.text.data(), 1, item.text.size(), item.stream);
-      std::fflush(item.stream);
-      lock.lock();
-      writing_ = false;
-      if (queue_.empty()) idle_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable idle_;
-  bool writing_ = false;
-  std::deque<Item> queue_;
-  std::size_t queued_bytes_ = 0;
-  std::size_t dropped_ = 0;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-class EventLog {
- public:
-  explicit EventLog(const std::string& path) {
-    if (path.empty()) return;
-    file_ = std::fopen(path.c_str(), "a");
-    if (!file_) throw Error(fmt::format("cannot open the event file {}: {}", path, std::strerror(errno)));
-  }
-  ~EventLog() {
-    if (file_) std::fclose(file_);
-  }
-  void emit(events::Payload event) {
-    if (!file_) return;
-    auto line = events::to_line({std::move(event), now_seconds()});  // common/events.hpp: the one mapping
-    std::fwrite(line.data(), 1, line.size(), file_);
-    std::fflush(file_);
-  }
-
- private:
-  FILE* file_ = nullptr;
-};
-
-struct Stream {
-  explicit Stream(asio::io_context& io) : pipe(io) {}
-  asio::posix::stream_descriptor pipe;  // the read end
-  // For the console, the metrics and the summary; the file gets the bytes as read.
-  OutputLines lines;
-  std::vector<char> buf = std::vector<char>(64 * 1024);
-  bool open = true;
-  bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
-  std::ofstream file;
-};
-
-struct Worker {
-  Worker(asio::io_context& io) : out(io), err(io) {}
-  RankAssignment ranks;
-  std::string prefix;  // of its console and filtered-log lines
-  int attempt = 0;
-  pid_t pid = 0;
-  bool alive = false;
-  Stream out;
-  Stream err;
-  std::deque<std::string> last_stderr;  // for the failure summary
-  std::deque<std::string> last_output;  // both streams: what a rank that never arrived said last
-  fs::path error_file;
-  std::optional<std::string> oom;  // SIGKILLed by the OOM killer: the evidence
-};
 
 class Supervisor {
  public:
@@ -186,7 +47,7 @@ class Supervisor {
         plan_(plan_ranks(config.plan)),
         machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
                                   config.restart_backoff, std::chrono::milliseconds(10000),
-                                  config.dynamic.has_value()}),
+                                  config.dynamic.has_value(), config.dynamic.has_value()}),
         cgroups_(config.run_id, config.memory_limit_per_rank),
         guardian_(Guardian::start(cgroups_.dirs())),
         signals_(io_),
@@ -196,8 +57,15 @@ class Supervisor {
         drain_timer_(io_),
         rendezvous_timer_(io_),
         events_(config.events_path),
-        metrics_(config.run_dir, config.metric_patterns, describe_run(config, plan_)),
-        filtered_(config.run_dir, config.duplicate_filters),
+        record_(RunRecordPaths{config.run_dir, config.processes_file, config.log_base_dir}),
+        store_(io_, config, events_),
+        metrics_(files_, config.run_dir, config.metric_patterns, describe_run(config, plan_)),
+        filtered_(files_, config.run_dir, config.duplicate_filters),
+        router_(io_, console_, files_, metrics_, filtered_,
+                [this] {
+                  maybe_finish_drained();
+                  maybe_restart_drained();
+                }),
         gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
                    [this](const GpuSample& s) { on_gpu_sample(s); },
                    [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
@@ -228,8 +96,8 @@ class Supervisor {
                         .world_size = plan_.front().world_size,
                         .nproc = config_.plan.nproc_per_node,
                         .node_rank = config_.plan.node_rank,
-                        .store = store_mode_name(),
-                        .filestore = filestore_.string(),
+                        .store = store_mode_name(config_.store_mode),
+                        .filestore = store_.filestore().string(),
                         .master_addr = config_.master_addr,
                         .master_port = master_port_,
                         .supervisor_pid = ::getpid(),
@@ -251,145 +119,27 @@ class Supervisor {
   // A start that failed before any worker: the process record (no successor needs it) and a
   // temporary run directory go; a --log-dir/--run-dir directory stays, as after any failed run.
   void forget_startup() {
+    record_.remove();
     std::error_code ec;
-    if (!record_disabled_) fs::remove(processes_path(), ec);
     if (config_.remove_run_dir) fs::remove_all(config_.run_dir, ec);
   }
 
-  // <run_dir>/processes.json: this supervisor, its guardian and the current attempt's workers, each
-  // with its /proc start time. Rewritten (atomically) after every spawn, removed at a clean exit;
-  // one that outlives its supervisor tells the next one on this run directory what to sweep.
-  fs::path processes_path() const {
-    return config_.processes_file.empty() ? config_.run_dir / "processes.json" : config_.processes_file;
-  }
-
+  // launcher/run_record.hpp: this supervisor, its guardian and the current attempt's workers.
   void record_processes() {
-    if (record_disabled_) return;
-    auto entry = [](pid_t pid) {
-      auto st = read_proc_stat(pid);
-      return json{{"pid", pid}, {"pgid", st ? st->pgid : 0}, {"start_time", st ? st->start_time : 0}};
-    };
-    json cgroup_dirs = json::array();
-    for (const auto& d : cgroups_.dirs()) cgroup_dirs.push_back(d.string());
-    json j{{"supervisor", entry(::getpid())},
-           {"guardian", entry(guardian_.pid())},
-           {"attempt", machine_.attempt()},
-           {"cgroups", cgroup_dirs},
-           {"workers", json::array()}};
-    for (const auto& w : workers_) {
-      auto e = entry(w->pid);
-      e["rank"] = w->ranks.rank;
-      e["local_rank"] = w->ranks.local_rank;
-      j["workers"].push_back(e);
-    }
-    std::error_code ec;
-    fs::create_directories(processes_path().parent_path(), ec);
-    auto tmp = processes_path();
-    tmp += ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << j.dump() << '\n';
-      if (!out) {
-        spdlog::warn("cannot write {}: a successor will not be able to sweep what a SIGKILL leaves", tmp.string());
-        return;
-      }
-    }
-    fs::rename(tmp, processes_path(), ec);
-  }
-
-  // The records a predecessor may have left: the run id's file (--rdzv-id without --log-dir); with
-  // --log-dir, every earlier run's <run_id>_<random>/processes.json there (and <log_dir>/
-  // processes.json, where versions before torchrun's layout kept it); else our own run_dir's.
-  std::vector<fs::path> predecessor_records() const {
-    if (!config_.processes_file.empty() || config_.log_base_dir.empty()) return {processes_path()};
-    std::vector<fs::path> out{config_.log_base_dir / "processes.json"};
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(config_.log_base_dir, ec)) {
-      std::error_code dec;
-      if (!e.is_directory(dec) || e.path() == config_.run_dir) continue;
-      if (fs::exists(e.path() / "processes.json", dec)) out.push_back(e.path() / "processes.json");
-    }
-    return out;
+    if (record_.disabled()) return;
+    RunRecordContent r;
+    r.supervisor = recorded_process(::getpid());
+    r.guardian = recorded_process(guardian_.pid());
+    r.attempt = machine_.attempt();
+    r.cgroups = cgroups_.dirs();
+    r.workers = workers_.recorded();
+    record_.write(r);
   }
 
   void sweep_predecessor() {
-    for (const auto& record : predecessor_records()) sweep_predecessor(record);
-  }
-
-  // A predecessor that was SIGKILLed together with its guardian leaves its workers' process
-  // groups behind (PDEATHSIG kills the workers, not their children). Kill what is provably its: a
-  // live group leader only when pid AND start time match; in a group whose leader is gone (the
-  // pgid cannot have been reused while the group exists), the members that started after the
-  // recorded leader.
-  void sweep_predecessor(const fs::path& record) {
-    std::ifstream in(record);
-    if (!in) return;
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const std::exception& e) {
-      spdlog::warn("ignoring unreadable {}: {}", record.string(), e.what());
-      return;
-    }
-    auto matches = [](const json& e) {
-      auto pid = e.value("pid", 0);
-      auto st = pid > 0 ? read_proc_stat(pid) : std::nullopt;
-      return st && st->start_time == e.value("start_time", 0ull);
-    };
-    const auto& sup = j.value("supervisor", json::object());
-    if (sup.value("pid", 0) != ::getpid() && matches(sup)) {
-      if (!config_.log_base_dir.empty()) return;  // a live run sharing --log-dir: its own directory
-      if (!config_.processes_file.empty()) {  // a shared run id, not a shared directory: no conflict
-        spdlog::warn(
-            "another supervisor (pid {}) runs with this run id; this one records its processes nowhere "
-            "(a successor cannot sweep what a SIGKILL leaves)",
-            sup.value("pid", 0));
-        record_disabled_ = true;
-        return;
-      }
-      throw Error(
-          fmt::format("{} belongs to a running supervisor, pid {}: stop it, or give this run another "
-                      "--run-dir (or --rdzv-id)",
-                      record.string(), sup.value("pid", 0)));
-    }
-    std::vector<pid_t> killed;
-    for (const auto& w : j.value("workers", json::array())) {
-      pid_t leader = w.value("pid", 0);
-      pid_t pgid = w.value("pgid", 0);
-      auto start = w.value("start_time", 0ull);
-      if (leader <= 1 || pgid != leader || start == 0) continue;  // our workers lead their own groups
-      if (auto st = read_proc_stat(leader)) {
-        if (st->start_time != start || st->pgid != pgid) continue;  // the pid was reused: not ours
-        ::kill(-pgid, SIGKILL);
-        killed.push_back(leader);
-        continue;
-      }
-      std::error_code dec;
-      for (const auto& entry : fs::directory_iterator("/proc", fs::directory_options::skip_permission_denied, dec)) {
-        const auto name = entry.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        auto pid = static_cast<pid_t>(std::stol(name));
-        auto st = read_proc_stat(pid);
-        if (st && st->pgid == pgid && st->start_time >= start && ::kill(pid, SIGKILL) == 0) killed.push_back(pid);
-      }
-    }
-    // Then what left those groups (a `setsid` daemon): the predecessor's cgroup.
-    std::vector<fs::path> cgroups;
-    for (const auto& c : j.value("cgroups", json::array())) cgroups.emplace_back(c.get<std::string>());
-    if (kill_and_remove_run_cgroups(cgroups, std::chrono::milliseconds(1000))) {
-      spdlog::warn("killed and removed the cgroups a killed supervisor (pid {}) left: {}", sup.value("pid", 0),
-                   j["cgroups"].dump());
-    }
-    if (!killed.empty()) {
-      std::string pids;
-      for (pid_t p : killed) pids += (pids.empty() ? "" : " ") + std::to_string(p);
-      spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(),
-                   sup.value("pid", 0), record.string(), pids);
-      events_.emit(
-          events::SweptPredecessor{.supervisor_pid = sup.value("pid", 0), .pids = {killed.begin(), killed.end()}});
-    }
-    std::error_code ec;
-    fs::remove(record, ec);
+    record_.sweep_predecessors([this](const SweptPredecessor& s) {
+      events_.emit(events::SweptPredecessor{.supervisor_pid = s.supervisor_pid, .pids = {s.killed.begin(), s.killed.end()}});
+    });
   }
 
   bool multi_node() const { return config_.dynamic.has_value() || config_.plan.nnodes > 1; }
@@ -450,107 +200,32 @@ class Supervisor {
     }
   }
 
-  const char* store_mode_name() const {
-    switch (config_.store_mode) {
-      case StoreMode::Agent: return "agent";
-      case StoreMode::Rank0: return "rank0";
-      case StoreMode::File: return "file";
-    }
-    return "?";
-  }
-
-  // --store file: the path is ours for the whole run. A file a killed run left there is removed
-  // first; one that live processes use is an error naming them (store::prepare_filestore_path).
-  void prepare_filestore() {
-    filestore_ = config_.filestore_path.empty() ? config_.run_dir / "filestore" : config_.filestore_path;
-    filestore_ = fs::absolute(filestore_);
-    std::error_code ec;
-    fs::create_directories(filestore_.parent_path(), ec);
-    store::CleanOptions options;
-    options.ignore_pids = {guardian_.pid()};  // a fork of ours: it repeats our argv
-    auto report = store::prepare_filestore_path(filestore_, options);
-    if (report.outcome == store::CleanOutcome::Removed) {
-      events_.emit(events::FilestoreCleaned{.path = filestore_.string()});
-    }
-    spdlog::info("rendezvous store (file): {}", filestore_.string());
-  }
-
-  void remove_filestore(const char* why) {
-    std::error_code ec;
-    if (!filestore_.empty() && fs::remove(filestore_, ec))
-      spdlog::info("removed the FileStore {} ({})", filestore_.string(), why);
-  }
-
   void prepare_store() {
-    master_port_ = config_.master_port;
-    if (config_.store_mode == StoreMode::File) prepare_filestore();
-    const bool hosts_workers = rdzv_ ? rdzv_->is_host() : config_.plan.node_rank == 0;
-    if (config_.store_mode == StoreMode::Agent && hosts_workers) {
-      store::ServerConfig sc;
-      sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
-      sc.port = config_.master_port;
-      sc.busy_port_advice = "leave --master-port out (a free port is picked) or give another one";
-      sc.bad_host_advice = "--master-addr 127.0.0.1 for this node alone";
-      sc.connection_limit_advice = " (the embedded store's fixed limit)";
-      if (rdzv_) {
-        sc.host = config_.dynamic->endpoint_host;  // where every node reaches us
-        sc.port = 0;
-      }
-      store_ = std::make_unique<store::StoreServer>(io_, sc);
-      store_->start();
-      // Every worker's store client adds 1 to `init/` when it connects (torch 1.13 and 2.x alike);
-      // the store is fresh per attempt, so the count reaching the world size is the rendezvous.
-      store_->set_key_observer([this](std::string_view key, std::string_view value) {
-        if (rendezvous_announced_ || key != "init/") return;
-        if (std::atoll(std::string(value).c_str()) < plan_.front().world_size) return;
-        rendezvous_announced_ = true;
-        rendezvous_timer_.cancel();
-        if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
-        events_.emit(events::RendezvousComplete{.attempt = machine_.attempt(),
-                                                .round = std::nullopt,
-                                                .node_rank = std::nullopt,
-                                                .world_size = plan_.front().world_size,
-                                                .nodes = config_.plan.nnodes});
-      });
-      master_port_ = store_->port();
-      spdlog::info("{} store (agent) listening on {}:{}", rdzv_ ? "workers'" : "rendezvous", sc.host, master_port_);
-      if (rdzv_) rdzv_->set_worker_store(sc.host, master_port_, [this] { store_->reset_state(); });
-    } else if (config_.store_mode == StoreMode::Rank0 && master_port_ != 0 && config_.plan.node_rank == 0) {
-      check_rank0_port_free();
-    } else if (config_.store_mode != StoreMode::Agent && master_port_ == 0) {
-      // Rank 0 binds the port itself; pick one that is free now and do not hold it.
-      asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-      master_port_ = probe.local_endpoint().port();
-    }
+    master_port_ = store_.prepare(rdzv_.get(), guardian_.pid(), [this](std::int64_t n) { on_store_arrivals(n); });
   }
 
-  // --store rank0 with a given --master-port: rank 0 will bind it, so a holder is named now (before
-  // any worker starts) instead of surfacing as rank 0's EADDRINUSE after its start-up.
-  void check_rank0_port_free() {
-    asio::ip::tcp::acceptor probe(io_);
-    asio::ip::tcp::endpoint ep(asio::ip::address_v4::any(), master_port_);
-    probe.open(ep.protocol());
-    probe.set_option(asio::ip::tcp::acceptor::reuse_address(true));  // as torch's TCPStore server does
-    boost::system::error_code ec;
-    probe.bind(ep, ec);
-    if (ec == asio::error::address_in_use) {
-      throw Error(fmt::format("--master-port {} is already in use by {}: rank 0 could not host its store there. "
-                              "Stop that process, or leave --master-port out (a free port is picked).",
-                              master_port_, proc::describe(proc::listeners_on_port(master_port_))));
-    }
+  // Our store's count of the workers' clients reached the world size: the rendezvous is complete.
+  void on_store_arrivals(std::int64_t arrived) {
+    if (rendezvous_announced_ || arrived < plan_.front().world_size) return;
+    rendezvous_announced_ = true;
+    rendezvous_timer_.cancel();
+    if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
+    events_.emit(events::RendezvousComplete{.attempt = machine_.attempt(),
+                                            .round = std::nullopt,
+                                            .node_rank = std::nullopt,
+                                            .world_size = plan_.front().world_size,
+                                            .nodes = config_.plan.nnodes});
   }
 
   void arm_signals() {
     signals_.async_wait([this](boost::system::error_code ec, int signo) {
-      if (ec || finished_) return;
+      if (ec || machine_.finish_stage() == FinishStage::Exited) return;
       if (machine_.finished_with()) {
         // Finishing: waiting for the other nodes at the exit barrier, or for the last output.
-        // torchrun's agent re-raises a signal there too: stop waiting, 128+signo.
+        // torchrun's agent re-raises a signal there too: stop waiting, 128+signo (action::Exit).
         spdlog::warn("received {} while finishing; not waiting any longer", signal_name(signo));
-        exit_code_ = 128 + signo;
-        rdzv_finished_ = true;
         drain_timer_.cancel();
-        finish_now();
+        dispatch(event::SignalReceived{signo});
         return;
       }
       spdlog::warn("received {}; stopping the workers", signal_name(signo));
@@ -562,44 +237,13 @@ class Supervisor {
   void arm_sigchld() {
     child_signal_.async_wait([this](boost::system::error_code ec, int) {
       if (ec) return;
-      reap();
+      workers_.reap([this](Worker& w, const RankExit& x) { on_reaped(w, x); });
       arm_sigchld();
     });
   }
 
-  // Only our workers are reaped here (never the guardian).
-  // Ranks reaped in one pass share one time: they arrived together, and root_cause.hpp decides
-  // between them by evidence, not by the rank order of this loop.
-  void reap() {
-    const double now = now_seconds();
-    // Which child exited, without reaping it (it may be the guardian, which is not ours to reap):
-    // O(1) per exit. A child that is not a worker ends the peeking; a scan of the workers then
-    // reaps what the peek could not reach.
-    for (;;) {
-      siginfo_t info{};
-      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
-      auto it = live_by_pid_.find(info.si_pid);
-      if (it == live_by_pid_.end()) break;
-      int status = 0;
-      if (::waitpid(info.si_pid, &status, WNOHANG) != info.si_pid) break;  // never peek the same one twice
-      on_reaped(*it->second, status, now);
-    }
-    for (auto& w : workers_) {
-      int status = 0;
-      if (w->alive && ::waitpid(w->pid, &status, WNOHANG) == w->pid) on_reaped(*w, status, now);
-    }
-  }
-
-  void on_reaped(Worker& worker, int status, double now) {
+  void on_reaped(Worker& worker, const RankExit& x) {
     Worker* w = &worker;
-    live_by_pid_.erase(w->pid);
-    w->alive = false;
-    RankExit x;
-    x.local_rank = w->ranks.local_rank;
-    x.pid = w->pid;
-    x.time = now;
-    if (WIFEXITED(status)) x.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
     int attempt = machine_.attempt();
     auto actions = machine_.on(event::RankExited{x});
     // The peers' teardown signal goes out before anything is written: the event file is off the
@@ -607,12 +251,14 @@ class Supervisor {
     for (const auto& a : actions) {
       if (const auto* sg = std::get_if<action::SignalGroup>(&a)) signal_live_workers(sg->signo);
     }
+    // Read after the peers were signalled: off the critical path.
+    w->oom = oom_kill_evidence(cgroups_, attempt, x.local_rank, x.pid, x.signal);
     events_.emit(events::RankExited{.attempt = attempt,
                                     .rank = w->ranks.rank,
                                     .local_rank = x.local_rank,
                                     .pid = x.pid,
                                     .status = ExitStatus::of(x.exit_code, x.signal),
-                                    .oom = oom_killed(worker, attempt, x)});
+                                    .oom = w->oom.has_value()});
     for (const auto& a : actions) {
       if (const auto* sg = std::get_if<action::SignalGroup>(&a)) {
         announce_stopping(sg->signo);
@@ -622,42 +268,21 @@ class Supervisor {
     }
   }
 
-  // A SIGKILL is the OOM killer's when the rank's memory cgroup counted a kill, or (no memory
-  // cgroup) when the kernel log names the pid. Read after the peers were signalled: off the
-  // critical path.
-  bool oom_killed(Worker& w, int attempt, const RankExit& x) {
-    if (x.signal != SIGKILL) return false;
-    if (cgroups_.memory_accounting()) {
-      w.oom = cgroups_.oom_evidence(attempt, x.local_rank);
-    } else if (kernel_log_oom_kill(x.pid)) {
-      w.oom = "per the kernel log";
-    }
-    return w.oom.has_value();
-  }
-
   void dispatch(const Event& e) {
     for (const auto& action : machine_.on(e)) std::visit([this](const auto& a) { perform(a); }, action);
   }
 
   void perform(const action::ResetStore&) {
-    if (store_ && !rdzv_) store_->reset_state();  // dynamic: reset when the round is published
+    if (!rdzv_) store_.reset_state();  // dynamic: reset when the round is published
     // Every attempt meets in a fresh file: the last one's keys (and a torn tail) must not leak in.
     // The previous group is dead and swept, so the file is ours to remove.
-    if (machine_.attempt() > 0) remove_filestore("a fresh one for the restart");
+    if (machine_.attempt() > 0) store_.remove_filestore("a fresh one for the restart");
   }
 
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
     rendezvous_announced_ = false;
-    // A dead rank's children (DataLoader workers...) may still hold its pipes when the group
-    // restarts: keep the old Worker alive so the aborted reads complete on live objects.
-    for (auto& w : workers_) {
-      boost::system::error_code ec;
-      w->out.pipe.close(ec);
-      w->err.pipe.close(ec);
-      retired_workers_.push_back(std::move(w));
-    }
-    workers_.clear();
+    workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
     std::error_code ec;
     fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
@@ -681,7 +306,7 @@ class Supervisor {
       asio::post(io_, [this, attempt, next] { spawn_from(attempt, next); });
       return;
     }
-    if (store_ || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
+    if (store_.hosted() || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
     record_processes();
   }
 
@@ -692,9 +317,7 @@ class Supervisor {
 
   void signal_live_workers(int signo) {
     if (signo == SIGKILL) spdlog::warn("killing the remaining workers");
-    for (auto& w : workers_) {
-      if (w->alive) ::kill(-w->pid, signo);
-    }
+    workers_.signal(signo);
   }
 
   void announce_stopping(int signo) {
@@ -730,10 +353,7 @@ class Supervisor {
   }
 
   void maybe_restart_drained() {
-    if (!pending_restart_) return;
-    for (auto& w : workers_) {
-      if (w->out.open || w->err.open) return;
-    }
+    if (!pending_restart_ || !workers_.drained()) return;
     drain_timer_.cancel();
     restart_after_drain();
   }
@@ -742,6 +362,7 @@ class Supervisor {
     if (!pending_restart_) return;
     const auto a = *pending_restart_;
     pending_restart_.reset();
+    flush_files();
     report_failures(false);
     console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
@@ -768,31 +389,33 @@ class Supervisor {
     rendezvous_timer_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
-    drain_timer_.async_wait([this](boost::system::error_code) { finish_now(); });
+    drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
     maybe_finish_drained();
   }
 
   void maybe_finish_drained() {
-    if (!machine_.finished_with()) return;
-    for (auto& w : workers_) {
-      if (w->out.open || w->err.open) return;
-    }
+    if (!machine_.finished_with() || !workers_.drained()) return;
     drain_timer_.cancel();
   }
 
-  void finish_now() {
-    if (finished_) return;
-    if (rdzv_ && !rdzv_finished_) {
-      if (rdzv_finishing_) return;
-      rdzv_finishing_ = true;
-      // Tell the rendezvous (the host keeps its store up until every node finished).
-      rdzv_->finish(exit_code_ == 0, fmt::format("its job ended with exit code {}", exit_code_), [this] {
-        rdzv_finished_ = true;
-        finish_now();
-      });
-      return;
+  // Tell the rendezvous (the host keeps its store up until every node finished).
+  void perform(const action::JoinExitBarrier& a) {
+    rdzv_->finish(a.exit_code == 0, fmt::format("its job ended with exit code {}", a.exit_code),
+                  [this] { dispatch(event::ExitBarrierPassed{}); });
+  }
+
+  // What the workers printed is in their log files before the summary quotes it, and before the
+  // `finished` event a reader may act on.
+  void flush_files() {
+    if (!files_.flush(std::chrono::seconds(10))) {
+      spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written",
+                   config_.run_dir.string());
     }
-    finished_ = true;
+  }
+
+  void perform(const action::Exit& a) {
+    exit_code_ = a.exit_code;
+    flush_files();
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
     if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
       console_.drain(std::chrono::seconds(2));  // after the workers' last lines
@@ -804,18 +427,15 @@ class Supervisor {
                                   .attempts = machine_.attempt() + 1,
                                   .restarts = machine_.attempt()});
     child_signal_.cancel();
-    for (auto& w : workers_) {
-      boost::system::error_code ec;
-      w->out.pipe.close(ec);
-      w->err.pipe.close(ec);
-    }
-    if (store_) store_->stop();
+    workers_.stop_reading();
+    store_.stop();
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
-    remove_filestore("the job is over");
+    store_.remove_filestore("the job is over");
     std::error_code ec;
-    if (!record_disabled_) fs::remove(processes_path(), ec);
+    record_.remove();
     gpu_watch_.stop();
+    files_.finish();  // everything queued is written: the reports below count what was not
     filtered_.finish();
     bool kept_metrics =
         metrics_.finish({{"exit_code", exit_code_}, {"attempts", machine_.attempt() + 1}}, config_.remove_run_dir);
@@ -831,118 +451,36 @@ class Supervisor {
   // Every worker's process group gets SIGKILL once its leader is gone: nothing it started survives;
   // cgroup.kill reaches what left the group (a double-forked daemon), where cgroups are writable.
   void sweep() {
-    for (auto& w : workers_) {
-      ::kill(-w->pid, SIGKILL);
-      guardian_.forget(w->pid);
-    }
+    workers_.kill_all();
     cgroups_.kill_all();
   }
 
   void spawn(const RankAssignment& ranks, int attempt) {
     auto w = std::make_unique<Worker>(io_);
     w->ranks = ranks;
-    w->prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
-    w->attempt = attempt;
+    w->output.prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
+    w->output.attempt = attempt;
+    w->output.rank = ranks.rank;
     fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
     std::error_code fec;
     fs::create_directories(dir, fec);
     w->error_file = dir / "error.json";
     fs::remove(w->error_file, fec);
     auto local = static_cast<std::size_t>(ranks.local_rank);
-    auto mask_of = [&](const std::vector<int>& masks) { return local < masks.size() ? masks[local] : 0; };
-    int redirect = mask_of(config_.redirects);
-    int tee = mask_of(config_.tee);
-    bool shown = local >= config_.console_ranks.size() || config_.console_ranks[local];
-    for (auto [stream, bit, name] : {std::tuple{&w->out, 1, "stdout.log"}, std::tuple{&w->err, 2, "stderr.log"}}) {
-      auto route = route_stream(redirect, tee, bit, shown);
-      stream->console = route.console;
-      if (route.file) stream->file.open(dir / name, std::ios::binary);
-    }
 
-    WorkerEnvInput in;
-    in.ranks = ranks;
-    in.master_addr = master_addr_;
-    in.master_port = master_port_;
     // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
-    in.restart_count = rdzv_ ? round_ : attempt;
-    in.max_restarts = config_.max_restarts;
-    in.run_id = config_.run_id;
-    in.use_agent_store = config_.store_mode == StoreMode::Agent;
-    in.error_file = w->error_file.string();
-    in.backend = config_.backend;
-    if (config_.store_mode == StoreMode::File) in.filestore_path = filestore_.string();
-    in.base_env = config_.base_env;
-    in.virtual_local_rank = config_.virtual_local_rank;
+    auto in = worker_env_input(config_, ranks, master_addr_, master_port_, rdzv_ ? round_ : attempt,
+                               w->error_file.string(), store_.filestore().string());
     auto launch = make_worker_launch(in, config_.worker_argv);
 
-    int out_fds[2] = {-1, -1};
-    int err_fds[2] = {-1, -1};
-    if (::pipe2(out_fds, O_CLOEXEC) != 0 || ::pipe2(err_fds, O_CLOEXEC) != 0) {
-      throw Error(
-          fmt::format("cannot start rank {}: no pipe for its output ({}); raise the open files limit "
-                      "(ulimit -n) or start fewer ranks (--nproc-per-node)",
-                      ranks.rank, std::strerror(errno)));
-    }
-    w->out.pipe.assign(out_fds[0]);
-    w->err.pipe.assign(err_fds[0]);
-    SpawnRequest req;
-    req.program = launch.argv[0];
-    req.argv = launch.argv;
-    req.env.reserve(launch.env.size());
-    for (const auto& [k, v] : launch.env) req.env.push_back(k + "=" + v);
-    req.stdout_fd = out_fds[1];
-    req.stderr_fd = err_fds[1];
-    req.cgroup_procs = cgroups_.prepare_rank(attempt, ranks.local_rank);
-    if (static_cast<std::size_t>(ranks.local_rank) < config_.cpu_affinity.size()) {
-      req.cpu_affinity = config_.cpu_affinity[static_cast<std::size_t>(ranks.local_rank)];  // --numa-binding
-    }
-    auto child = spawn_process(req);  // O(1) in our memory: common/spawn.hpp
-    for (int fd : req.cgroup_procs) ::close(fd);
-    ::close(out_fds[1]);
-    ::close(err_fds[1]);
-    if (!child.ok()) {
-      throw Error(fmt::format("cannot start rank {}: {} ({}: {}): {}", ranks.rank, launch.argv[0], child.what,
-                              std::strerror(child.error), "check the program path, or pass --python/--no-python"));
-    }
-    w->pid = child.pid;
-    w->alive = true;
-    live_by_pid_[w->pid] = w.get();  // we reap it ourselves on SIGCHLD
-    guardian_.watch(w->pid);
+    Worker& started = *w;
+    auto child = workers_.start(
+        std::move(w), launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
+        local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
     events_.emit(
-        events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = w->pid});
-    Worker* raw = w.get();
-    workers_.push_back(std::move(w));
-    read_stream(raw, raw->out, stdout);
-    read_stream(raw, raw->err, stderr);
-  }
-
-  void read_stream(Worker* w, Stream& s, FILE* console) {
-    s.pipe.async_read_some(asio::buffer(s.buf), [this, w, &s, console](boost::system::error_code ec,
-                                                                        std::size_t n) {
-      if (ec) {
-        if (auto last = s.lines.finish()) emit_line(w, s, console, std::move(*last));
-        s.open = false;
-        maybe_finish_drained();
-        maybe_restart_drained();
-        return;
-      }
-      // The file gets the worker's bytes exactly (long lines, binary, a last line without newline).
-      if (s.file.is_open()) s.file.write(s.buf.data(), static_cast<std::streamsize>(n)).flush();
-      for (auto& line : s.lines.feed(std::string_view(s.buf.data(), n))) emit_line(w, s, console, std::move(line));
-      read_stream(w, s, console);
-    });
-  }
-
-  void emit_line(Worker* w, Stream& s, FILE* console, std::string line) {
-    if (&s == &w->err) {
-      w->last_stderr.push_back(line);
-      if (w->last_stderr.size() > 20) w->last_stderr.pop_front();
-    }
-    w->last_output.push_back(line);
-    if (w->last_output.size() > 5) w->last_output.pop_front();
-    metrics_.on_line(w->attempt, w->ranks.rank, line);
-    filtered_.on_line(w->attempt, &s == &w->err, w->prefix, line);
-    if (s.console) console_.write(console, fmt::format("{}{}\n", w->prefix, line));
+        events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid});
+    router_.start(started.output, child.stdout_fd, child.stderr_fd,
+                  route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
   }
 
   // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name
@@ -958,153 +496,54 @@ class Supervisor {
   }
 
   void check_rendezvous(int attempt) {
-    int world = plan_.front().world_size;
-    std::optional<std::int64_t> arrived;
-    std::string where = fmt::format("the store at {}:{}", master_addr_, master_port_);
-    store::FileStoreLog log;
-    std::vector<pid_t> holders;
-    if (store_) {
-      auto count = store_->state().value("init/");
-      arrived = count ? std::atoll(std::string(*count).c_str()) : 0;
-    } else if (config_.store_mode == StoreMode::Rank0) {
-      arrived = rank0_store_arrivals(master_addr_, master_port_);
-      where = fmt::format("rank 0's store at {}:{}", master_addr_, master_port_);
-    } else {
-      log = read_filestore(filestore_);
-      arrived = filestore_barrier_count(log);
-      where = fmt::format("the FileStore {}", filestore_.string());
-      for (const auto& p : proc::processes_with_open(filestore_)) holders.push_back(p.pid);
-    }
-    if (!store_ && arrived && *arrived >= world) return;  // complete: the ranks' own count says so
-    auto reached = [&](const Worker& w) {
-      if (config_.store_mode == StoreMode::File) {
-        return filestore_names_rank(log, w.ranks.rank) ||
-               std::find(holders.begin(), holders.end(), w.pid) != holders.end();
-      }
-      return proc::connected_to_port(w.pid, master_port_);
-    };
-    std::string out = fmt::format("rendezvous not complete after {} s: {} of {} ranks reached {}",
-                                  std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout).count(),
-                                  arrived ? std::to_string(*arrived) : "?", world, where);
-    const char* never = config_.store_mode == StoreMode::File ? "never reached the FileStore" : "never connected";
-    json missing = json::array();
-    bool someone_waits = false;
-    for (const auto& w : workers_) {
-      if (!w->alive) continue;
-      if (reached(*w)) {
-        someone_waits = true;
-        continue;
-      }
-      missing.push_back(w->ranks.rank);
-      out += fmt::format("\n    rank {} (pid {}) {}; last output:{}", w->ranks.rank, w->pid, never,
-                         w->last_output.empty() ? " (nothing)" : "");
-      for (const auto& l : w->last_output) out += fmt::format("\n      {}", l);
-    }
-    if (!store_ && (missing.empty() || !someone_waits)) {
+    const int world = plan_.front().world_size;
+    auto ev = store_.evidence(master_addr_, master_port_, workers_.alive_ranks());
+    auto j = judge_rendezvous(ev, world, config_.plan.nnodes, config_.rendezvous_timeout);
+    if (j.verdict == RendezvousJudgment::Verdict::Complete) return;
+    if (j.verdict == RendezvousJudgment::Verdict::NoEvidence) {
       // No local rank is provably waiting for another (yet: a slow import): nothing to name and no
       // proof of a hang. Look again after another period, until the ranks' count says complete.
       spdlog::debug("rendezvous watchdog: no evidence of a hang ({} of {} arrived, {} local ranks missing)",
-                    arrived ? std::to_string(*arrived) : "?", world, missing.size());
+                    ev.arrived ? std::to_string(*ev.arrived) : "?", world, j.missing.size());
       arm_rendezvous_watchdog(attempt);
       return;
     }
-    if (config_.plan.nnodes > 1) out += "\n    (ranks of other nodes are counted, not named)";
-    spdlog::error("{}", out);
-    rendezvous_report_ = out;
+    spdlog::error("{}", j.report);
+    rendezvous_report_ = j.report;
     events_.emit(events::RendezvousTimeout{
-        .attempt = attempt, .arrived = arrived, .world_size = world, .missing_local_ranks = missing});
+        .attempt = attempt, .arrived = ev.arrived, .world_size = world, .missing_local_ranks = j.missing});
     dispatch(event::RendezvousTimeout{attempt});
   }
 
-  // The root cause first (root_cause.hpp: by evidence, then time), with the worker's own error file
-  // when it wrote one. Read here, not at the reap: the final summary comes after the workers' pipes
-  // drained, so a traceback still in flight at the exit is in last_stderr by now.
+  // launcher/failure_report.hpp. Read here, not at the reap: the final summary comes after the
+  // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
-    const auto& failures = machine_.failures();
-    if (failures.empty() && !final) return;
-    std::vector<FailureRecord> records;
-    std::vector<std::optional<ErrorFileRecord>> error_files;
-    for (const auto& f : failures) {
-      const Worker* w = worker_of(f.exit.local_rank);
-      FailureRecord rec;
-      std::optional<ErrorFileRecord> ef;
-      std::vector<std::string> tail;
-      if (w) {
-        ef = read_error_file(w->error_file);
-        struct stat st {};
-        if (ef && ::stat(w->error_file.c_str(), &st) == 0) {
-          rec.recorded_at = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
-        }
-        tail.assign(w->last_stderr.begin(), w->last_stderr.end());
-      }
-      rec.lost_peer = record_says_lost_peer(ef, tail);
-      records.push_back(rec);
-      error_files.push_back(std::move(ef));
+    FailureReportInput in;
+    in.final = final;
+    in.state = machine_.state();
+    in.attempt = machine_.attempt();
+    in.exit_code = exit_code_;
+    in.stop_signal = machine_.stop_signal();
+    in.rendezvous_timed_out = machine_.rendezvous_timed_out();
+    in.rendezvous_report = rendezvous_report_;
+    in.rendezvous_close_reason = rdzv_close_reason_;
+    in.node_rank = config_.plan.node_rank;
+    in.node_name = node_name_;
+    in.worker_argv = config_.worker_argv;
+    in.failures = machine_.failures();
+    in.teardown_began = machine_.teardown_began();
+    for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
+    auto report = failure_report(in);
+    if (const auto& rc = report.root_cause) {
+      events_.emit(events::RootCause{.attempt = rc->attempt,
+                                     .rank = rc->rank,
+                                     .local_rank = rc->exit.local_rank,
+                                     .pid = rc->exit.pid,
+                                     .status = ExitStatus::of(rc->exit.exit_code, rc->exit.signal),
+                                     .role = rc->role,
+                                     .error = rc->error});
     }
-    auto ordered = attribute_failures(failures, records, machine_.teardown_began());
-    std::string out = fmt::format("\n{}\n", final ? fmt::format("ddp-launch: job {} after {} attempt(s), exit code {}",
-                                                                group_state_name(machine_.state()),
-                                                                machine_.attempt() + 1, exit_code_)
-                                                  : fmt::format("ddp-launch: attempt {} failed", machine_.attempt()));
-    // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
-    bool first = machine_.stop_signal() == 0 && !machine_.rendezvous_timed_out();
-    if (machine_.rendezvous_timed_out()) out += fmt::format("  Root cause: {}\n", rendezvous_report_);
-    if (!rdzv_close_reason_.empty()) {
-      out += fmt::format("  Root cause: the rendezvous ended the job: {}\n", rdzv_close_reason_);
-      first = false;
-    }
-    if (machine_.stop_signal() != 0) {
-      out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", signal_name(machine_.stop_signal()));
-    }
-    for (const auto& a : ordered) {
-      const RankExit* x = &a.exit;
-      const Worker* w = worker_of(x->local_rank);
-      std::string how = x->signal ? fmt::format("killed by {}", signal_name(x->signal))
-                                  : fmt::format("exited with code {}", x->exit_code);
-      if (w && w->oom) how = fmt::format("killed by the OOM killer ({}, {})", *w->oom, signal_name(x->signal));
-      if (a.role != FailureRole::Original) how += fmt::format(" ({})", failure_role_name(a.role));
-      auto t = static_cast<std::time_t>(x->time);
-      out += fmt::format("{} rank {} (local {}) on node {} ({}), pid {}: {} at {:%H:%M:%S}\n",
-                         first ? "  Root cause:" : "  Rank:", w ? w->ranks.rank : x->local_rank, x->local_rank,
-                         w ? w->ranks.group_rank : config_.plan.node_rank, node_name_, x->pid, how, fmt::localtime(t));
-      const auto& error_file = error_files[a.observed];
-      if (first) {
-        events_.emit(events::RootCause{.attempt = machine_.attempt(),
-                                       .rank = w ? w->ranks.rank : x->local_rank,
-                                       .local_rank = x->local_rank,
-                                       .pid = x->pid,
-                                       .status = ExitStatus::of(x->exit_code, x->signal),
-                                       .role = std::string(failure_role_name(a.role)),
-                                       .error = error_file ? std::optional(error_file->message) : std::nullopt});
-      }
-      if (first && w) {
-        if (error_file) out += fmt::format("    error file: {}\n", error_file->message);
-        if (!w->last_stderr.empty()) {
-          out += "    last stderr lines:\n";
-          for (const auto& l : w->last_stderr) out += fmt::format("      {}\n", l);
-        }
-        std::vector<std::string> tail(w->last_stderr.begin(), w->last_stderr.end());
-        if (auto hint = missing_torch_hint(tail, config_.worker_argv)) out += fmt::format("    Hint: {}\n", *hint);
-      }
-      first = false;
-    }
-    console_.write(stderr, out);
-  }
-
-  const Worker* worker_of(int local_rank) const {
-    for (const auto& w : workers_) {
-      if (w->ranks.local_rank == local_rank) return w.get();
-    }
-    return nullptr;
-  }
-
-  // nullopt when the rank wrote none; an unreadable one says so in its message.
-  static std::optional<ErrorFileRecord> read_error_file(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) return std::nullopt;
-    std::stringstream text;
-    text << in.rdbuf();
-    return error_file_record(text.str(), path.string());
+    if (!report.text.empty()) console_.write(stderr, report.text);
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
@@ -1145,26 +584,22 @@ class Supervisor {
   asio::steady_timer rendezvous_timer_;
   std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
+  RunRecord record_;
+  WorkerStore store_;
   Console console_;
+  FileWriter files_;  // one writer thread: per-rank logs, filtered logs, metrics.csv
   MetricsRecorder metrics_;
   FilteredLogWriter filtered_;
+  LogRouter router_;
   GpuWatch gpu_watch_;
-  std::unique_ptr<store::StoreServer> store_;
   std::uint16_t master_port_ = 0;
-  fs::path filestore_;  // StoreMode::File
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::unordered_map<pid_t, Worker*> live_by_pid_;  // workers not reaped yet, for reap()
-  std::vector<std::unique_ptr<Worker>> retired_workers_;  // earlier attempts' (see SpawnGroup)
+  WorkerGroup workers_{guardian_};
   bool stopping_announced_ = false;
   bool rendezvous_announced_ = false;
-  bool finished_ = false;
-  bool record_disabled_ = false;  // another live supervisor owns processes_path()
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;
   int round_ = 0;
   int next_attempt_ = -1;  // the restart waiting for its round
-  bool rdzv_finishing_ = false;
-  bool rdzv_finished_ = false;
   std::string rdzv_close_reason_;
   std::string master_addr_;
   std::string node_name_;

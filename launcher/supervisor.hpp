@@ -20,6 +20,7 @@ namespace ddp::launcher {
 // Agent: we host a TCPStore; Rank0: the script's rank 0 does; File: a FileStore file per attempt
 // (workers use init_method="file://..." from {filestore_url} or DDP_FILESTORE_PATH).
 enum class StoreMode { Agent, Rank0, File };
+const char* store_mode_name(StoreMode mode);  // "agent", "rank0", "file"
 
 struct SupervisorConfig {
   std::vector<std::string> worker_argv;  // argv[0] resolved; may hold {rank}-style placeholders
@@ -72,6 +73,12 @@ struct SupervisorConfig {
   // Log files under run_dir: a redirected or teed stream's per-rank files, or the filtered logs.
   bool writes_log_files() const;
 };
+
+// The worker environment's input for one rank (restart_count: the attempt, or the dynamic
+// rendezvous' round; filestore: --store file's path, else ignored).
+WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssignment& ranks,
+                                const std::string& master_addr, std::uint16_t master_port, int restart_count,
+                                const std::string& error_file, const std::string& filestore);
 
 // Runs the job to the end; returns the supervisor's exit code (0 success, 1 failure,
 // 128+signo when stopped by a handled signal).

@@ -22,7 +22,7 @@ std::string_view group_state_name(GroupState s) {
 SupervisorMachine::SupervisorMachine(SupervisorPolicy policy) : policy_(policy) {}
 
 std::vector<Action> SupervisorMachine::on(const Event& e) {
-  if (exit_code_) return {};  // finished: nothing more to decide
+  if (exit_code_) return finishing(e);
   return std::visit([this](const auto& ev) { return handle(ev); }, e);
 }
 
@@ -188,7 +188,37 @@ std::vector<Action> SupervisorMachine::handle(const event::BackoffExpired& e) {
 std::vector<Action> SupervisorMachine::finish(GroupState final_state, int code) {
   state_ = final_state;
   exit_code_ = code;
+  finish_stage_ = FinishStage::Draining;
   return {action::Finish{code}};
+}
+
+// The group is over: only the drain, the exit barrier and a signal that cuts them short matter.
+std::vector<Action> SupervisorMachine::finishing(const Event& e) {
+  if (finish_stage_ == FinishStage::Exited) return {};
+  if (const auto* s = std::get_if<event::SignalReceived>(&e)) {
+    exit_code_ = 128 + s->signo;  // torchrun's agent re-raises it: stop waiting
+    finish_stage_ = FinishStage::Exited;
+    return {action::Exit{*exit_code_}};
+  }
+  if (std::holds_alternative<event::OutputDrained>(e)) return handle(event::OutputDrained{});
+  if (std::holds_alternative<event::ExitBarrierPassed>(e)) return handle(event::ExitBarrierPassed{});
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::OutputDrained&) {
+  if (finish_stage_ != FinishStage::Draining) return {};
+  if (policy_.exit_barrier) {
+    finish_stage_ = FinishStage::AtExitBarrier;
+    return {action::JoinExitBarrier{*exit_code_}};
+  }
+  finish_stage_ = FinishStage::Exited;
+  return {action::Exit{*exit_code_}};
+}
+
+std::vector<Action> SupervisorMachine::handle(const event::ExitBarrierPassed&) {
+  if (finish_stage_ != FinishStage::AtExitBarrier) return {};
+  finish_stage_ = FinishStage::Exited;
+  return {action::Exit{*exit_code_}};
 }
 
 }  // namespace ddp::launcher

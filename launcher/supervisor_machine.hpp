@@ -13,6 +13,9 @@
 //             stop (SpawnAbandoned): the ranks never started count as gone
 //             last rank gone → restart (if failure and budget left: backoff, reset store, respawn)
 //                              or FAILED / INTERRUPTED
+//   Finishing (after Finish): DRAINING the workers' last output → OutputDrained → a node of a
+//             dynamic rendezvous joins the exit barrier (JoinExitBarrier → ExitBarrierPassed) →
+//             Exit. A handled signal while finishing stops the waiting: Exit with 128+signo.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -24,6 +27,9 @@ namespace ddp::launcher {
 
 enum class GroupState { Init, Running, Stopping, Restarting, Succeeded, Failed, Interrupted };
 std::string_view group_state_name(GroupState s);
+
+// After the group's end (Finish): what the supervisor still waits for before it exits.
+enum class FinishStage { NotFinishing, Draining, AtExitBarrier, Exited };
 
 struct RankExit {
   int local_rank = 0;
@@ -80,10 +86,14 @@ struct SpawnAbandoned {
   int attempt;
   int first_unspawned;
 };
+// Finishing: the workers' pipes drained (or the shell stopped waiting for them).
+struct OutputDrained {};
+// Finishing (dynamic rendezvous): every node finished, or the barrier gave up.
+struct ExitBarrierPassed {};
 }  // namespace event
-using Event =
-    std::variant<event::Start, event::RankExited, event::SignalReceived, event::GraceExpired, event::RendezvousTimeout,
-                 event::BackoffExpired, event::RoundEnded, event::RoundAdmitted, event::SpawnAbandoned>;
+using Event = std::variant<event::Start, event::RankExited, event::SignalReceived, event::GraceExpired,
+                           event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded, event::RoundAdmitted,
+                           event::SpawnAbandoned, event::OutputDrained, event::ExitBarrierPassed>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -102,11 +112,17 @@ struct ArmBackoff {
   std::chrono::milliseconds after;
 };
 struct Finish {
-  int exit_code;
+  int exit_code;  // the group is over: drain its last output (then OutputDrained)
+};
+struct JoinExitBarrier {
+  int exit_code;  // tell the rendezvous how this node's job ended; ExitBarrierPassed when all did
+};
+struct Exit {
+  int exit_code;  // the supervisor's: report, clean up, stop the loop
 };
 }  // namespace action
 using Action = std::variant<action::ResetStore, action::SpawnGroup, action::SignalGroup, action::ArmGrace,
-                            action::ArmBackoff, action::Finish>;
+                            action::ArmBackoff, action::Finish, action::JoinExitBarrier, action::Exit>;
 
 struct SupervisorPolicy {
   int nproc = 1;
@@ -116,6 +132,9 @@ struct SupervisorPolicy {
   std::chrono::milliseconds max_backoff{10000};
   // Dynamic rendezvous: a failed group always rejoins; RoundAdmitted decides whether it is charged.
   bool defer_restart_charge = false;
+  // Dynamic rendezvous: before it exits, the node waits until every node finished (the host keeps
+  // the store up for them).
+  bool exit_barrier = false;
 };
 
 class SupervisorMachine {
@@ -133,6 +152,7 @@ class SupervisorMachine {
   // When the exit that began this attempt's teardown was reaped; nullopt when no failure began it.
   std::optional<double> teardown_began() const { return teardown_began_; }
   std::optional<int> finished_with() const { return exit_code_; }
+  FinishStage finish_stage() const { return finish_stage_; }
   // The handled signal that stopped the group, 0 when a rank's failure did (or nothing yet).
   int stop_signal() const { return stop_signal_; }
   // The attempt that ended last was stopped because its rendezvous timed out.
@@ -150,6 +170,9 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::RoundEnded&);
   std::vector<Action> handle(const event::RoundAdmitted&);
   std::vector<Action> handle(const event::SpawnAbandoned&);
+  std::vector<Action> handle(const event::OutputDrained&);
+  std::vector<Action> handle(const event::ExitBarrierPassed&);
+  std::vector<Action> finishing(const Event& e);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
   action::SignalGroup signal_group(int signo);  // remembered: a rank that dies of it was stopped by us
@@ -170,6 +193,7 @@ class SupervisorMachine {
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
   bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
   std::optional<int> exit_code_;
+  FinishStage finish_stage_ = FinishStage::NotFinishing;
 };
 
 }  // namespace ddp::launcher

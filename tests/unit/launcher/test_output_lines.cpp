@@ -54,3 +54,22 @@ TEST_CASE("streams follow torchrun's redirect and tee masks") {
   CHECK(!route_stream(1, 1, 1, false).console);
   CHECK(!route_stream(1, 0, 2, true).file);  // stdout redirected: stderr untouched
 }
+
+TEST_CASE("route_rank: each stream by its rank's masks; ranks filtered out of the console keep their files") {
+  // Local rank 0: stdout redirected; rank 1: both teed; rank 2: no entry (mask 0).
+  std::vector<int> redirects{1, 0};
+  std::vector<int> tee{0, 3};
+  auto r0 = route_rank(redirects, tee, {}, 0);
+  CHECK(r0.out.file);
+  CHECK_FALSE(r0.out.console);
+  CHECK_FALSE(r0.err.file);
+  CHECK(r0.err.console);
+  auto r1 = route_rank(redirects, tee, {true, false}, 1);
+  CHECK(r1.out.file);
+  CHECK(r1.err.file);
+  CHECK_FALSE(r1.out.console);  // --local-ranks-filter left it out
+  CHECK_FALSE(r1.err.console);
+  auto r2 = route_rank(redirects, tee, {true, false}, 2);
+  CHECK_FALSE(r2.out.file);
+  CHECK(r2.out.console);
+}

@@ -512,3 +512,32 @@ TEST_CASE("--numa-binding: CPU sets per local rank from the host's NUMA nodes") 
   facts.numa_nodes = [] { return std::vector<NumaNode>{}; };
   CHECK(contains(usage_error({"--numa-binding", "node", "t.py"}, facts), "no NUMA nodes"));
 }
+
+TEST_CASE("worker_env_input: one rank's input from the config, the store and the attempt (or round)") {
+  ddp::launcher::SupervisorConfig c;
+  c.run_id = "job7";
+  c.max_restarts = 3;
+  c.backend = "nccl";
+  c.base_env = {{"HOME", "/root"}};
+  c.virtual_local_rank = true;
+  ddp::launcher::RankAssignment r;
+  r.rank = 5;
+  r.local_rank = 1;
+  auto in = ddp::launcher::worker_env_input(c, r, "10.0.0.1", 29500, 2, "/run/attempt_2/1/error.json", "/tmp/fs");
+  CHECK(in.ranks.rank == 5);
+  CHECK(in.master_addr == "10.0.0.1");
+  CHECK(in.master_port == 29500);
+  CHECK(in.restart_count == 2);
+  CHECK(in.max_restarts == 3);
+  CHECK(in.run_id == "job7");
+  CHECK(in.use_agent_store);
+  CHECK(in.error_file == "/run/attempt_2/1/error.json");
+  CHECK(in.backend == "nccl");
+  CHECK(in.filestore_path.empty());  // only with --store file
+  CHECK(in.base_env.at("HOME") == "/root");
+  CHECK(in.virtual_local_rank);
+  c.store_mode = ddp::launcher::StoreMode::File;
+  auto file = ddp::launcher::worker_env_input(c, r, "10.0.0.1", 29500, 0, "e", "/tmp/fs");
+  CHECK_FALSE(file.use_agent_store);
+  CHECK(file.filestore_path == "/tmp/fs");
+}

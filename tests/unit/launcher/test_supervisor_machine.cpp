@@ -222,3 +222,51 @@ TEST_CASE("a failure during a spawn cut short restarts once the started ranks ar
   CHECK(get<action::ArmBackoff>(r).attempt == 1);
   CHECK(m.on(event::SpawnAbandoned{5, 0}).empty());  // another attempt's: ignored
 }
+
+TEST_CASE("finishing: the last output drains, then the supervisor exits once") {
+  SupervisorMachine m(policy(1));
+  m.on(event::Start{});
+  CHECK(m.finish_stage() == FinishStage::NotFinishing);
+  CHECK(get<action::Finish>(m.on(exited(0, 0))).exit_code == 0);
+  CHECK(m.finish_stage() == FinishStage::Draining);
+  CHECK(m.on(exited(0, 0)).empty());               // a late reap changes nothing
+  CHECK(m.on(event::ExitBarrierPassed{}).empty());  // no barrier without a dynamic rendezvous
+  CHECK(get<action::Exit>(m.on(event::OutputDrained{})).exit_code == 0);
+  CHECK(m.finish_stage() == FinishStage::Exited);
+  CHECK(m.on(event::OutputDrained{}).empty());  // the drain timer's cancellation fires it again
+  CHECK(m.on(event::SignalReceived{SIGINT}).empty());
+  CHECK(m.finished_with() == 0);
+}
+
+TEST_CASE("finishing with a dynamic rendezvous: the exit barrier comes between the drain and the exit") {
+  auto p = policy(1);
+  p.exit_barrier = true;
+  SupervisorMachine m(p);
+  m.on(event::Start{});
+  m.on(exited(0, 2));
+  CHECK(m.finish_stage() == FinishStage::Draining);
+  CHECK(get<action::JoinExitBarrier>(m.on(event::OutputDrained{})).exit_code == 1);
+  CHECK(m.finish_stage() == FinishStage::AtExitBarrier);
+  CHECK(m.on(event::OutputDrained{}).empty());  // joined once
+  CHECK(get<action::Exit>(m.on(event::ExitBarrierPassed{})).exit_code == 1);
+  CHECK(m.finish_stage() == FinishStage::Exited);
+}
+
+TEST_CASE("finishing: a handled signal stops the waiting, at the barrier or during the drain: 128+signo") {
+  auto p = policy(1);
+  p.exit_barrier = true;
+  SupervisorMachine m(p);
+  m.on(event::Start{});
+  m.on(exited(0, 0));
+  m.on(event::OutputDrained{});
+  CHECK(get<action::Exit>(m.on(event::SignalReceived{SIGTERM})).exit_code == 128 + SIGTERM);
+  CHECK(m.finished_with() == 128 + SIGTERM);
+  CHECK(m.state() == GroupState::Succeeded);  // the group's outcome stays what it was
+  CHECK(m.on(event::ExitBarrierPassed{}).empty());  // the barrier's late answer: already gone
+
+  SupervisorMachine d(policy(1));
+  d.on(event::Start{});
+  d.on(exited(0, 0));
+  CHECK(get<action::Exit>(d.on(event::SignalReceived{SIGINT})).exit_code == 128 + SIGINT);
+  CHECK(d.on(event::OutputDrained{}).empty());
+}

@@ -1,0 +1,103 @@
+#include "launcher/failure_report.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "common/exit_status.hpp"
+#include "common/signals.hpp"
+#include "launcher/failure_hints.hpp"
+
+namespace ddp::launcher {
+namespace {
+
+std::string heading(const FailureReportInput& in) {
+  return in.final ? fmt::format("ddp-launch: job {} after {} attempt(s), exit code {}", group_state_name(in.state),
+                                in.attempt + 1, in.exit_code)
+                  : fmt::format("ddp-launch: attempt {} failed", in.attempt);
+}
+
+std::string how_it_ended(const AttributedFailure& a, const RankEvidence* ev) {
+  const RankExit& x = a.exit;
+  std::string how = describe_exit(ExitStatus::of(x.exit_code, x.signal), ev ? ev->oom : std::nullopt);
+  if (a.role != FailureRole::Original) how += fmt::format(" ({})", failure_role_name(a.role));
+  return how;
+}
+
+// The root cause's own words: its error file, its last stderr lines, a hint.
+std::string root_cause_details(const RankEvidence& ev, const std::vector<std::string>& worker_argv) {
+  std::string out;
+  if (ev.error_file) out += fmt::format("    error file: {}\n", ev.error_file->message);
+  if (!ev.last_stderr.empty()) {
+    out += "    last stderr lines:\n";
+    for (const auto& l : ev.last_stderr) out += fmt::format("      {}\n", l);
+  }
+  if (auto hint = missing_torch_hint(ev.last_stderr, worker_argv)) out += fmt::format("    Hint: {}\n", *hint);
+  return out;
+}
+
+}  // namespace
+
+void read_error_file(const std::filesystem::path& path, RankEvidence& evidence) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  evidence.error_file = error_file_record(text.str(), path.string());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    evidence.error_file_written =
+        static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+  }
+}
+
+// The root cause first (root_cause.hpp: by evidence, then time), with the worker's own error file
+// when it wrote one.
+FailureReport failure_report(const FailureReportInput& in) {
+  FailureReport report;
+  if (in.failures.empty() && !in.final) return report;
+  std::vector<FailureRecord> records;
+  for (const auto& ev : in.evidence) {
+    FailureRecord rec;
+    if (ev && ev->error_file) rec.recorded_at = ev->error_file_written;
+    rec.lost_peer = record_says_lost_peer(ev ? ev->error_file : std::nullopt,
+                                          ev ? ev->last_stderr : std::vector<std::string>{});
+    records.push_back(rec);
+  }
+  auto ordered = attribute_failures(in.failures, records, in.teardown_began);
+  std::string out = fmt::format("\n{}\n", heading(in));
+  // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
+  bool first = in.stop_signal == 0 && !in.rendezvous_timed_out;
+  if (in.rendezvous_timed_out) out += fmt::format("  Root cause: {}\n", in.rendezvous_report);
+  if (!in.rendezvous_close_reason.empty()) {
+    out += fmt::format("  Root cause: the rendezvous ended the job: {}\n", in.rendezvous_close_reason);
+    first = false;
+  }
+  if (in.stop_signal != 0) {
+    out += fmt::format("  Stopped by {} (forwarded to every worker group)\n", sig::signal_name(in.stop_signal));
+  }
+  for (const auto& a : ordered) {
+    const RankExit& x = a.exit;
+    const auto& slot = in.evidence[a.observed];
+    const RankEvidence* ev = slot ? &*slot : nullptr;
+    const int rank = ev ? ev->rank : x.local_rank;
+    auto t = static_cast<std::time_t>(x.time);
+    out += fmt::format("{} rank {} (local {}) on node {} ({}), pid {}: {} at {:%H:%M:%S}\n",
+                       first ? "  Root cause:" : "  Rank:", rank, x.local_rank, ev ? ev->group_rank : in.node_rank,
+                       in.node_name, x.pid, how_it_ended(a, ev), fmt::localtime(t));
+    if (first) {
+      report.root_cause = RootCauseEvent{in.attempt, rank, x, std::string(failure_role_name(a.role)),
+                                         ev && ev->error_file ? std::optional(ev->error_file->message) : std::nullopt};
+      if (ev) out += root_cause_details(*ev, in.worker_argv);
+    }
+    first = false;
+  }
+  report.text = std::move(out);
+  return report;
+}
+
+}  // namespace ddp::launcher

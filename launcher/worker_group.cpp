@@ -1,0 +1,105 @@
+#include "launcher/worker_group.hpp"
+
+#include <signal.h>
+
+#include "launcher/guardian.hpp"
+
+namespace ddp::launcher {
+
+void WorkerGroup::retire() {
+  for (auto& w : workers_) {
+    w->output.stop_reading();
+    retired_.push_back(std::move(w));
+  }
+  workers_.clear();
+}
+
+RankProcess WorkerGroup::start(std::unique_ptr<Worker> worker, const WorkerLaunch& launch,
+                               std::vector<int> cgroup_procs, std::vector<int> cpu_affinity) {
+  auto child = spawn_rank(worker->ranks.rank, launch, std::move(cgroup_procs), std::move(cpu_affinity));
+  worker->pid = child.pid;
+  worker->alive = true;
+  reaper_.watch(child.pid, worker->ranks.local_rank);  // we reap it ourselves on SIGCHLD
+  guardian_.watch(child.pid);
+  workers_.push_back(std::move(worker));
+  return child;
+}
+
+void WorkerGroup::reap(const std::function<void(Worker&, const RankExit&)>& on_exit) {
+  reaper_.reap([&](const RankExit& x) {
+    Worker* w = of(x.local_rank);
+    if (!w) return;  // the reaper watches only the current attempt's workers
+    w->alive = false;
+    on_exit(*w, x);
+  });
+}
+
+void WorkerGroup::signal(int signo) {
+  for (auto& w : workers_) {
+    if (w->alive) ::kill(-w->pid, signo);
+  }
+}
+
+void WorkerGroup::kill_all() {
+  for (auto& w : workers_) {
+    ::kill(-w->pid, SIGKILL);
+    guardian_.forget(w->pid);
+  }
+}
+
+bool WorkerGroup::drained() const {
+  for (const auto& w : workers_) {
+    if (!w->output.drained()) return false;
+  }
+  return true;
+}
+
+void WorkerGroup::stop_reading() {
+  for (auto& w : workers_) w->output.stop_reading();
+}
+
+// workers_ is in local rank order; the scan is for a group whose spawn was cut short.
+Worker* WorkerGroup::of(int local_rank) const {
+  auto i = static_cast<std::size_t>(local_rank);
+  if (i < workers_.size() && workers_[i]->ranks.local_rank == local_rank) return workers_[i].get();
+  for (const auto& w : workers_) {
+    if (w->ranks.local_rank == local_rank) return w.get();
+  }
+  return nullptr;
+}
+
+std::vector<RecordedProcess> WorkerGroup::recorded() const {
+  std::vector<RecordedProcess> out;
+  for (const auto& w : workers_) {
+    auto e = recorded_process(w->pid);
+    e.rank = w->ranks.rank;
+    e.local_rank = w->ranks.local_rank;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<WatchedRank> WorkerGroup::alive_ranks() const {
+  std::vector<WatchedRank> out;
+  for (const auto& w : workers_) {
+    if (!w->alive) continue;
+    out.push_back({w->ranks.rank, w->pid, false, {w->output.last_output.begin(), w->output.last_output.end()}});
+  }
+  return out;
+}
+
+// Read now, not at the reap: the final summary comes after the workers' pipes drained, so a
+// traceback still in flight at the exit is in the last stderr lines by now.
+std::optional<RankEvidence> WorkerGroup::evidence(int local_rank) const {
+  const Worker* w = of(local_rank);
+  if (!w) return std::nullopt;
+  RankEvidence ev;
+  ev.rank = w->ranks.rank;
+  ev.group_rank = w->ranks.group_rank;
+  read_error_file(w->error_file, ev);
+  ev.last_stderr.assign(w->output.last_stderr.begin(), w->output.last_stderr.end());
+  ev.oom = w->oom;
+  return ev;
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,70 @@
+#pragma once
+// WorkerGroup: the current attempt's workers (torchelastic's WorkerGroup): their processes
+// (launcher/spawner.hpp), their routed output (launcher/log_router.hpp) and what the supervisor
+// reads back from them (the run record's entries, the watchdog's ranks, the summary's evidence).
+// Earlier attempts' workers are kept to the end: a dead rank's children (DataLoader workers…) may
+// still hold its pipes when the group restarts, and the aborted reads complete on live objects.
+#include <sys/types.h>
+
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/failure_report.hpp"
+#include "launcher/log_router.hpp"
+#include "launcher/rank_plan.hpp"
+#include "launcher/rendezvous_watchdog.hpp"
+#include "launcher/run_record.hpp"
+#include "launcher/spawner.hpp"
+
+namespace ddp::launcher {
+
+class Guardian;
+
+struct Worker {
+  explicit Worker(boost::asio::io_context& io) : output(io) {}
+  RankAssignment ranks;
+  pid_t pid = 0;
+  bool alive = false;
+  RankOutput output;  // routed by LogRouter; its last lines for the summary and the watchdog
+  std::filesystem::path error_file;
+  std::optional<std::string> oom;  // SIGKILLed by the OOM killer: the evidence
+};
+
+class WorkerGroup {
+ public:
+  explicit WorkerGroup(Guardian& guardian) : guardian_(guardian) {}
+
+  // A new attempt: the current workers retire, their pipes closed.
+  void retire();
+  // Starts the worker's process (spawn_rank: throws Error when it cannot); the guardian watches its
+  // group, the reaper its pid. Returns the process with its pipes' read ends, for the LogRouter.
+  RankProcess start(std::unique_ptr<Worker> worker, const WorkerLaunch& launch, std::vector<int> cgroup_procs,
+                    std::vector<int> cpu_affinity);
+
+  // Reaps what exited (launcher/spawner.hpp's Reaper); the worker is marked dead first.
+  void reap(const std::function<void(Worker&, const RankExit&)>& on_exit);
+  void signal(int signo);  // every live worker's process group
+  // SIGKILL to every worker's process group (its leader is gone: nothing it started survives).
+  void kill_all();
+  bool drained() const;  // every stream reached its end
+  void stop_reading();
+
+  Worker* of(int local_rank) const;
+  std::size_t size() const { return workers_.size(); }
+  std::vector<RecordedProcess> recorded() const;  // for processes.json
+  std::vector<WatchedRank> alive_ranks() const;   // for the rendezvous watchdog
+  std::optional<RankEvidence> evidence(int local_rank) const;  // for the failure summary
+
+ private:
+  Guardian& guardian_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<Worker>> retired_;  // earlier attempts'
+  Reaper reaper_;  // workers not reaped yet
+};
+
+}  // namespace ddp::launcher

@@ -1,0 +1,167 @@
+// The failure summary and the root_cause event from exits and evidence, without processes.
+#include <doctest/doctest.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "launcher/failure_report.hpp"
+
+using namespace ddp::launcher;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kT = 1767225600.25;  // the reap time of every exit below
+
+std::string at(double t) {
+  auto tt = static_cast<std::time_t>(t);
+  return fmt::format("{:%H:%M:%S}", fmt::localtime(tt));
+}
+
+RankFailure failure(int local_rank, int code, int signal = 0, bool after_teardown = false, bool by_us = false) {
+  return RankFailure{RankExit{local_rank, 1000 + local_rank, code, signal, kT}, after_teardown, by_us};
+}
+
+RankEvidence evidence(int rank, std::vector<std::string> last_stderr = {}) {
+  RankEvidence ev;
+  ev.rank = rank;
+  ev.group_rank = 0;
+  ev.last_stderr = std::move(last_stderr);
+  return ev;
+}
+
+FailureReportInput job(std::vector<RankFailure> failures, std::vector<std::optional<RankEvidence>> ev) {
+  FailureReportInput in;
+  in.final = true;
+  in.state = GroupState::Failed;
+  in.attempt = 0;
+  in.exit_code = 1;
+  in.node_name = "hostA";
+  in.worker_argv = {"/usr/bin/python3", "-u", "train.py"};
+  in.failures = std::move(failures);
+  in.teardown_began = kT;
+  in.evidence = std::move(ev);
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("failure report: one rank failed with an error file: it is the root cause, quoted") {
+  auto ev = evidence(1, {"Traceback (most recent call last):", "ValueError: bad batch"});
+  ev.error_file = ErrorFileRecord{"ValueError: bad batch", std::nullopt};
+  ev.error_file_written = kT - 0.01;
+  auto r = failure_report(job({failure(1, 3)}, {ev}));
+  CHECK(r.text == "\nddp-launch: job FAILED after 1 attempt(s), exit code 1\n"
+                  "  Root cause: rank 1 (local 1) on node 0 (hostA), pid 1001: exited with code 3 at " +
+                      at(kT) +
+                      "\n"
+                      "    error file: ValueError: bad batch\n"
+                      "    last stderr lines:\n"
+                      "      Traceback (most recent call last):\n"
+                      "      ValueError: bad batch\n");
+  REQUIRE(r.root_cause);
+  CHECK(r.root_cause->rank == 1);
+  CHECK(r.root_cause->exit.exit_code == 3);
+  CHECK(r.root_cause->exit.signal == 0);
+  CHECK(r.root_cause->role == "original failure");
+  CHECK(r.root_cause->error == std::optional<std::string>("ValueError: bad batch"));
+}
+
+TEST_CASE("failure report: a signal death names the signal; the peers we stopped follow as teardown") {
+  auto in = job({failure(0, 0, SIGSEGV), failure(1, 0, SIGTERM, true, true)}, {evidence(0), evidence(1)});
+  auto r = failure_report(in);
+  CHECK(r.text.find("  Root cause: rank 0 (local 0) on node 0 (hostA), pid 1000: killed by SIGSEGV at ") !=
+        std::string::npos);
+  CHECK(r.text.find("  Rank: rank 1 (local 1) on node 0 (hostA), pid 1001: killed by SIGTERM (stopped by the teardown) at ") !=
+        std::string::npos);
+  CHECK(r.text.find("Root cause: rank 0") < r.text.find("Rank: rank 1"));
+  REQUIRE(r.root_cause);
+  CHECK(r.root_cause->exit.signal == SIGSEGV);
+  CHECK_FALSE(r.root_cause->error);
+}
+
+TEST_CASE("failure report: an OOM kill says so, with the evidence") {
+  auto ev = evidence(2);
+  ev.oom = "memory.events oom_kill 1";
+  auto r = failure_report(job({failure(2, 0, SIGKILL)}, {ev}));
+  CHECK(r.text.find("pid 1002: killed by the OOM killer (memory.events oom_kill 1, SIGKILL) at ") !=
+        std::string::npos);
+}
+
+TEST_CASE("failure report: several ranks; the one whose peers lost it is the root cause, global ranks shown") {
+  // Node 1 of a job: local ranks 0 and 1 are global ranks 4 and 5. Local 0 says a peer went away.
+  auto lost = evidence(4, {"RuntimeError: [/gloo/transport/tcp/pair.cc:598] Connection closed by peer"});
+  lost.group_rank = 1;
+  auto own = evidence(5, {"ZeroDivisionError: division by zero"});
+  own.group_rank = 1;
+  auto in = job({failure(0, 1), failure(1, 1)}, {lost, own});
+  in.node_rank = 1;
+  auto r = failure_report(in);
+  CHECK(r.text.find("  Root cause: rank 5 (local 1) on node 1 (hostA), pid 1001: exited with code 1 at ") !=
+        std::string::npos);
+  CHECK(r.text.find("  Rank: rank 4 (local 0) on node 1 (hostA), pid 1000: exited with code 1 (lost a peer) at ") !=
+        std::string::npos);
+  CHECK(r.text.find("ZeroDivisionError") != std::string::npos);
+  CHECK(r.text.find("Connection closed by peer") == std::string::npos);  // only the root cause is quoted
+  REQUIRE(r.root_cause);
+  CHECK(r.root_cause->rank == 5);
+}
+
+TEST_CASE("failure report: a handled signal is no root cause; an attempt before a restart; nothing to say") {
+  auto in = job({failure(0, 0, SIGTERM, true, true)}, {evidence(0)});
+  in.stop_signal = SIGTERM;
+  in.state = GroupState::Interrupted;
+  in.exit_code = 143;
+  auto r = failure_report(in);
+  CHECK(r.text.find("job INTERRUPTED after 1 attempt(s), exit code 143\n  Stopped by SIGTERM (forwarded to every "
+                    "worker group)\n  Rank: rank 0") != std::string::npos);
+  CHECK_FALSE(r.root_cause);
+
+  auto attempt = job({failure(0, 2)}, {std::nullopt});  // no worker known: the local rank stands in
+  attempt.final = false;
+  attempt.attempt = 1;
+  attempt.node_rank = 3;
+  auto a = failure_report(attempt);
+  CHECK(a.text.rfind("\nddp-launch: attempt 1 failed\n  Root cause: rank 0 (local 0) on node 3 (hostA)", 0) == 0);
+
+  auto quiet = job({}, {});
+  quiet.final = false;
+  CHECK(failure_report(quiet).text.empty());
+}
+
+TEST_CASE("failure report: the rendezvous watchdog's finding and a closed rendezvous are root causes") {
+  auto in = job({failure(0, 0, SIGTERM, true, true)}, {evidence(0)});
+  in.rendezvous_timed_out = true;
+  in.rendezvous_report = "rendezvous not complete after 5 s: 1 of 2 ranks reached the store";
+  auto r = failure_report(in);
+  CHECK(r.text.find("  Root cause: rendezvous not complete after 5 s") != std::string::npos);
+  CHECK(r.text.find("  Rank: rank 0") != std::string::npos);
+  CHECK_FALSE(r.root_cause);
+
+  auto closed = job({}, {});
+  closed.rendezvous_close_reason = "node n2 left";
+  CHECK(failure_report(closed).text.find("  Root cause: the rendezvous ended the job: node n2 left\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("failure report: the error file is read with its time; none written, none read") {
+  std::string tmpl = (fs::temp_directory_path() / "failure_report_test.XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  fs::path dir = tmpl;
+  RankEvidence none;
+  read_error_file(dir / "error.json", none);
+  CHECK_FALSE(none.error_file);
+  CHECK_FALSE(none.error_file_written);
+  std::ofstream(dir / "error.json") << R"({"message": {"message": "KeyError: 'x'", "extraInfo": {}}})";
+  RankEvidence ev;
+  read_error_file(dir / "error.json", ev);
+  REQUIRE(ev.error_file);
+  CHECK(ev.error_file->message.rfind("KeyError: 'x'", 0) == 0);
+  CHECK(ev.error_file_written.value_or(0) > 1.7e9);
+  fs::remove_all(dir);
+}

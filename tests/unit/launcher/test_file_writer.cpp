@@ -1,0 +1,159 @@
+// The supervisor's one writer thread: exact bytes, its bound, backpressure, failures.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "launcher/file_writer.hpp"
+
+using namespace ddp::launcher;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "file_writer_test.XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path path;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename Pred>
+bool eventually(Pred pred) {
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("file writer: a file gets the bytes exactly, in order; flush makes them visible; directories made") {
+  TempDir tmp;
+  FileWriter w;
+  auto path = tmp.path / "attempt_0" / "1" / "stdout.log";
+  auto id = w.open(path, FileWriter::Mode::Truncate);
+  std::string expected;
+  for (int i = 0; i < 1000; ++i) {
+    std::string chunk = "line " + std::to_string(i) + (i % 7 ? "\n" : "");
+    chunk.push_back('\0');
+    expected += chunk;
+    CHECK(w.write(id, chunk, false));
+  }
+  CHECK(w.write(id, "no newline at the end", false));
+  expected += "no newline at the end";
+  REQUIRE(w.flush(10s));
+  CHECK(slurp(path) == expected);
+  w.close(id);
+  w.finish();
+  CHECK(slurp(path) == expected);
+  CHECK(w.failed_writes(id) == 0);
+  CHECK_FALSE(w.write(id, "after finish", false));
+}
+
+TEST_CASE("file writer: truncate starts afresh, append continues") {
+  TempDir tmp;
+  std::ofstream(tmp.path / "a") << "old\n";
+  std::ofstream(tmp.path / "b") << "old\n";
+  FileWriter w;
+  w.write(w.open(tmp.path / "a", FileWriter::Mode::Truncate), "new\n", false);
+  w.write(w.open(tmp.path / "b", FileWriter::Mode::Append), "new\n", false);
+  w.finish();
+  CHECK(slurp(tmp.path / "a") == "new\n");
+  CHECK(slurp(tmp.path / "b") == "old\nnew\n");
+}
+
+TEST_CASE("file writer: a slow disk: droppable bytes are refused past the bound, kept ones wait, readers resume") {
+  // A FIFO nobody reads: the writer thread blocks once its buffer is full, as on a disk that does
+  // not keep up. It is known to be stuck (holding its batch) when the FIFO is full.
+  TempDir tmp;
+  auto fifo = tmp.path / "slow";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(fd >= 0);
+  const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
+  REQUIRE(capacity > 0);
+  FileWriter w(16);
+  auto id = w.open(fifo, FileWriter::Mode::Truncate);
+  std::string expected(static_cast<std::size_t>(capacity) * 2, 'a');
+  CHECK(w.write(id, expected, false));  // kept: always queued, whatever the bound
+  REQUIRE(eventually([&] {
+    int queued = 0;
+    return ::ioctl(fd, FIONREAD, &queued) == 0 && queued >= capacity;
+  }));
+  CHECK_FALSE(w.backlogged());  // the stuck writer holds its batch; the queue is empty
+  CHECK(w.write(id, "0123456789", false));
+  CHECK_FALSE(w.backlogged());
+  CHECK(w.write(id, "abcdefghij", false));  // kept: queued past the bound
+  CHECK(w.backlogged());
+  expected += "0123456789abcdefghij";
+  CHECK_FALSE(w.write(id, "x", true));  // droppable: refused, the caller counts it
+  std::atomic<bool> resumed{false};
+  w.when_below_bound([&] { resumed = true; });
+  CHECK_FALSE(resumed.load());
+  CHECK_FALSE(w.flush(20ms));
+
+  std::string got;  // the disk catches up
+  CHECK(eventually([&] {
+    char buf[65536];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+    return got.size() >= expected.size();
+  }));
+  CHECK(resumed.load());
+  CHECK(got == expected);
+  CHECK(w.flush(10s));
+  CHECK_FALSE(w.backlogged());
+  bool at_once = false;
+  w.when_below_bound([&] { at_once = true; });
+  CHECK(at_once);
+  w.finish();
+  ::close(fd);
+}
+
+TEST_CASE("file writer: a file that cannot be opened reports errno and counts its writes as failed") {
+  TempDir tmp;
+  std::ofstream(tmp.path / "not_a_dir") << "x";
+  FileWriter w;
+  std::atomic<int> error{0};
+  auto id = w.open(tmp.path / "not_a_dir" / "metrics.csv", FileWriter::Mode::Truncate, [&](int e) { error = e; });
+  CHECK(w.write(id, "row\n", true));
+  CHECK(w.write(id, "row\n", true));
+  w.finish();
+  CHECK(error.load() == ENOTDIR);
+  CHECK(w.failed_writes(id) == 2);
+}
+
+TEST_CASE("file writer: no thread, no file without an open; finish twice is harmless") {
+  FileWriter w;
+  CHECK(w.flush(1ms));
+  w.finish();
+  w.finish();
+}
