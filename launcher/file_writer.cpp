@@ -11,14 +11,20 @@ FileWriter::FileWriter(std::size_t max_queued_bytes) : max_queued_bytes_(max_que
 FileWriter::~FileWriter() { finish(); }
 
 FileWriter::FileId FileWriter::open(std::filesystem::path path, Mode mode, std::function<void(int)> on_error) {
-  FileId id;
-  {
-    std::lock_guard lock(mu_);
-    id = files_.size();
-    files_.push_back(File{std::move(path), mode, std::move(on_error)});
-    if (!done_ && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  // Created here, not on the writer thread: whoever learns of the file next (a rank_started event,
+  // the daemon's `logs -f`) finds it, as it finds the rank. Creating a file is not what a slow
+  // disk delays; writing is.
+  std::FILE* stream = nullptr;
+  if (!finished()) {  // after finish() nothing is written: no file either
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    stream = std::fopen(path.c_str(), mode == Mode::Append ? "ab" : "wb");
+    if (!stream && on_error) on_error(errno);
   }
-  enqueue({Op::Open, id, {}});
+  std::lock_guard lock(mu_);
+  const FileId id = files_.size();
+  files_.push_back(File{std::move(path), mode, std::move(on_error), stream});
+  if (!done_ && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
   return id;
 }
 
@@ -42,6 +48,11 @@ void FileWriter::enqueue(Entry entry) {
     queue_.push_back(std::move(entry));
   }
   cv_.notify_one();
+}
+
+bool FileWriter::finished() const {
+  std::lock_guard lock(mu_);
+  return done_;
 }
 
 bool FileWriter::backlogged() const {
@@ -97,12 +108,7 @@ void FileWriter::run(std::deque<Entry>& batch) {
       std::lock_guard lock(mu_);
       f = &files_[e.file];
     }
-    if (e.op == Op::Open) {
-      std::error_code ec;
-      std::filesystem::create_directories(f->path.parent_path(), ec);
-      f->stream = std::fopen(f->path.c_str(), f->mode == Mode::Append ? "ab" : "wb");
-      if (!f->stream && f->on_error) f->on_error(errno);
-    } else if (e.op == Op::Close) {
+    if (e.op == Op::Close) {
       if (f->stream) std::fclose(std::exchange(f->stream, nullptr));
     } else if (!f->stream || std::fwrite(e.bytes.data(), 1, e.bytes.size(), f->stream) != e.bytes.size()) {
       std::lock_guard lock(mu_);

@@ -7,8 +7,8 @@
 //   - kept bytes (a rank's own output: its file holds the worker's bytes exactly) are always
 //     queued; the caller stops reading that rank's pipe while backlogged() and resumes from
 //     when_below_bound(), so only that worker waits for the disk, as it would writing itself.
-// Files are opened on the writer thread (directories created) before their first bytes; every
-// batch is flushed, so a reader (tail -f, a test) sees it at once. No thread is started until a
+// Files are created by open() itself (directories too), so a reader who learns of a file finds
+// it; the bytes go through the writer thread, and every batch is flushed, so a reader (tail -f, a test) sees it at once. No thread is started until a
 // file is opened.
 #include <chrono>
 #include <condition_variable>
@@ -35,8 +35,8 @@ class FileWriter {
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;
 
-  // on_error(errno) runs on the writer thread when the file cannot be opened; its writes then
-  // count as failed_writes.
+  // Creates (Truncate) or opens (Append) the file now; on_error(errno), called from here, when it
+  // cannot. Its writes then count as failed_writes.
   FileId open(std::filesystem::path path, Mode mode, std::function<void(int)> on_error = {});
   // False when refused: droppable and the queue is over the bound, or after finish().
   bool write(FileId file, std::string bytes, bool droppable);
@@ -55,7 +55,8 @@ class FileWriter {
   std::size_t failed_writes(FileId file) const;
 
  private:
-  enum class Op { Open, Write, Close };
+  enum class Op { Write, Close };
+  bool finished() const;
   struct Entry {
     Op op;
     FileId file;
@@ -65,7 +66,7 @@ class FileWriter {
     std::filesystem::path path;
     Mode mode = Mode::Truncate;
     std::function<void(int)> on_error;
-    std::FILE* stream = nullptr;  // writer thread only
+    std::FILE* stream = nullptr;  // set by open(); then the writer thread's only
     std::size_t failed = 0;       // under mu_
   };
   void enqueue(Entry entry);

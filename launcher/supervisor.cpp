@@ -477,10 +477,11 @@ class Supervisor {
     auto child = workers_.start(
         std::move(w), launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
         local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
-    events_.emit(
-        events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid});
+    // Its log files exist before anyone reads of it (the daemon's `logs -f` opens them then).
     router_.start(started.output, child.stdout_fd, child.stderr_fd,
                   route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
+    events_.emit(
+        events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid});
   }
 
   // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name

@@ -157,3 +157,35 @@ TEST_CASE("file writer: no thread, no file without an open; finish twice is harm
   w.finish();
   w.finish();
 }
+
+TEST_CASE("file writer: open creates the file before it returns, even while the writer is stuck") {
+  // A reader who learns of a rank (its rank_started event, the daemon's `logs -f`) must find its
+  // log file: it was once created on the writer thread, behind whatever the disk was still doing.
+  TempDir tmp;
+  auto fifo = tmp.path / "slow";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(fd >= 0);
+  const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
+  FileWriter w;
+  auto stuck = w.open(fifo, FileWriter::Mode::Truncate);
+  CHECK(w.write(stuck, std::string(static_cast<std::size_t>(capacity) * 2, 'a'), false));
+  REQUIRE(eventually([&] {
+    int queued = 0;
+    return ::ioctl(fd, FIONREAD, &queued) == 0 && queued >= capacity;
+  }));
+  auto log = tmp.path / "attempt_0" / "1" / "stdout.log";
+  auto id = w.open(log, FileWriter::Mode::Truncate);
+  CHECK(fs::exists(log));  // at once: not queued behind the stuck write
+  CHECK(w.write(id, "rank 1 up\n", false));
+  // The disk catches up; the bytes follow.
+  CHECK(eventually([&] {
+    char buf[65536];
+    while (::read(fd, buf, sizeof buf) > 0) {
+    }
+    return w.flush(1ms);
+  }));
+  CHECK(slurp(log) == "rank 1 up\n");
+  w.finish();
+  ::close(fd);
+}
