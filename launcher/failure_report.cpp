@@ -64,8 +64,8 @@ FailureReport failure_report(const FailureReportInput& in) {
   for (const auto& ev : in.evidence) {
     FailureRecord rec;
     if (ev && ev->error_file) rec.recorded_at = ev->error_file_written;
-    rec.lost_peer = record_says_lost_peer(ev ? ev->error_file : std::nullopt,
-                                          ev ? ev->last_stderr : std::vector<std::string>{});
+    rec.lost_peer =
+        record_says_lost_peer(ev ? ev->error_file : std::nullopt, ev ? ev->last_stderr : std::vector<std::string>{});
     records.push_back(rec);
   }
   auto ordered = attribute_failures(in.failures, records, in.teardown_began);

@@ -1,8 +1,8 @@
 #include "launcher/file_writer.hpp"
 
 #include <cerrno>
-#include <utility>
 #include <system_error>
+#include <utility>
 
 namespace ddp::launcher {
 

@@ -8,8 +8,8 @@
 //     queued; the caller stops reading that rank's pipe while backlogged() and resumes from
 //     when_below_bound(), so only that worker waits for the disk, as it would writing itself.
 // Files are created by open() itself (directories too), so a reader who learns of a file finds
-// it; the bytes go through the writer thread, and every batch is flushed, so a reader (tail -f, a test) sees it at once. No thread is started until a
-// file is opened.
+// it; the bytes go through the writer thread, and every batch is flushed, so a reader (tail -f, a test) sees it at
+// once. No thread is started until a file is opened.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>

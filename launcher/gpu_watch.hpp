@@ -16,15 +16,6 @@
 
 namespace ddp::launcher {
 
-struct GpuSample {
-  int local_rank = 0;
-  int rank = 0;
-  std::string device;
-  gpu::DeviceSample sample;
-  double mem_used_mib() const { return static_cast<double>(sample.mem_used_bytes) / (1024.0 * 1024.0); }
-  double mem_total_mib() const { return static_cast<double>(sample.mem_total_bytes) / (1024.0 * 1024.0); }
-};
-
 class GpuWatch {
  public:
   using SampleFn = std::function<void(const GpuSample&)>;

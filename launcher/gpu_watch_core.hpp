@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu.hpp"
+
 namespace ddp::launcher {
 
 // run --gpu-watch-interval, --gpu-low-util, --gpu-low-window.
@@ -20,6 +22,16 @@ struct GpuWatchConfig {
 // the list or beyond device_count (when unset): nullopt, not watched.
 std::vector<std::optional<std::string>> devices_of_local_ranks(const std::optional<std::string>& cuda_visible_devices,
                                                                int nproc, int device_count);
+
+// One rank's GPU at one moment, as GpuWatch (gpu_watch.hpp) hands it on.
+struct GpuSample {
+  int local_rank = 0;
+  int rank = 0;
+  std::string device;
+  gpu::DeviceSample sample;
+  double mem_used_mib() const { return static_cast<double>(sample.mem_used_bytes) / (1024.0 * 1024.0); }
+  double mem_total_mib() const { return static_cast<double>(sample.mem_total_bytes) / (1024.0 * 1024.0); }
+};
 
 struct LowUtilAlert {
   double mean_util = 0;                 // over the samples of the window

@@ -27,6 +27,7 @@
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/run_record.hpp"
+#include "launcher/supervisor_events.hpp"
 #include "launcher/supervisor_machine.hpp"
 #include "launcher/worker_group.hpp"
 #include "launcher/worker_store.hpp"
@@ -46,8 +47,8 @@ class Supervisor {
       : config_(config),
         plan_(plan_ranks(config.plan)),
         machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
-                                  config.restart_backoff, std::chrono::milliseconds(10000),
-                                  config.dynamic.has_value(), config.dynamic.has_value()}),
+                                  config.restart_backoff, std::chrono::milliseconds(10000), config.dynamic.has_value(),
+                                  config.dynamic.has_value()}),
         cgroups_(config.run_id, config.memory_limit_per_rank),
         guardian_(Guardian::start(cgroups_.dirs())),
         signals_(io_),
@@ -66,11 +67,10 @@ class Supervisor {
                   maybe_finish_drained();
                   maybe_restart_drained();
                 }),
-        gpu_watch_(io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
-                   [this](const GpuSample& s) { on_gpu_sample(s); },
-                   [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
-                     on_gpu_low(s, a, text);
-                   }),
+        gpu_watch_(
+            io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
+            [this](const GpuSample& s) { on_gpu_sample(s); },
+            [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) { on_gpu_low(s, a, text); }),
         master_addr_(config.master_addr),
         node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {}
 
@@ -91,20 +91,14 @@ class Supervisor {
     }
     arm_signals();
     arm_sigchld();
-    events_.emit(
-        events::Started{.run_id = config_.run_id,
-                        .world_size = plan_.front().world_size,
-                        .nproc = config_.plan.nproc_per_node,
-                        .node_rank = config_.plan.node_rank,
-                        .store = store_mode_name(config_.store_mode),
-                        .filestore = store_.filestore().string(),
-                        .master_addr = config_.master_addr,
-                        .master_port = master_port_,
-                        .supervisor_pid = ::getpid(),
-                        .run_dir = config_.run_dir.string(),
-                        .log_dir = config_.writes_log_files() ? std::optional(config_.run_dir.string()) : std::nullopt,
-                        .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
-                        .memory_cgroup = cgroups_.memory_accounting()});
+    events_.emit(started_event(
+        config_,
+        StartFacts{.world_size = plan_.front().world_size,
+                   .filestore = store_.filestore().string(),
+                   .master_port = master_port_,
+                   .supervisor_pid = ::getpid(),
+                   .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
+                   .memory_cgroup = cgroups_.memory_accounting()}));
     if (rdzv_) {
       rdzv_->join();  // the group starts when the first round closes
     } else {
@@ -138,7 +132,8 @@ class Supervisor {
 
   void sweep_predecessor() {
     record_.sweep_predecessors([this](const SweptPredecessor& s) {
-      events_.emit(events::SweptPredecessor{.supervisor_pid = s.supervisor_pid, .pids = {s.killed.begin(), s.killed.end()}});
+      events_.emit(
+          events::SweptPredecessor{.supervisor_pid = s.supervisor_pid, .pids = {s.killed.begin(), s.killed.end()}});
     });
   }
 
@@ -183,11 +178,7 @@ class Supervisor {
     gpu_watch_.start();
     spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
                  a.rank_base, a.rank_base + a.nproc - 1, a.world_size);
-    events_.emit(events::RendezvousComplete{.attempt = std::nullopt,
-                                            .round = a.round,
-                                            .node_rank = a.node_rank,
-                                            .world_size = a.world_size,
-                                            .nodes = a.nnodes});
+    events_.emit(rendezvous_complete_event(a));
     if (machine_.state() == GroupState::Init) {
       dispatch(event::Start{});
       return;
@@ -210,11 +201,7 @@ class Supervisor {
     rendezvous_announced_ = true;
     rendezvous_timer_.cancel();
     if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
-    events_.emit(events::RendezvousComplete{.attempt = machine_.attempt(),
-                                            .round = std::nullopt,
-                                            .node_rank = std::nullopt,
-                                            .world_size = plan_.front().world_size,
-                                            .nodes = config_.plan.nnodes});
+    events_.emit(rendezvous_complete_event(machine_.attempt(), plan_.front().world_size, config_.plan.nnodes));
   }
 
   void arm_signals() {
@@ -408,8 +395,7 @@ class Supervisor {
   // `finished` event a reader may act on.
   void flush_files() {
     if (!files_.flush(std::chrono::seconds(10))) {
-      spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written",
-                   config_.run_dir.string());
+      spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written", config_.run_dir.string());
     }
   }
 
@@ -474,9 +460,8 @@ class Supervisor {
     auto launch = make_worker_launch(in, config_.worker_argv);
 
     Worker& started = *w;
-    auto child = workers_.start(
-        std::move(w), launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
-        local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
+    auto child = workers_.start(std::move(w), launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
+                                local < config_.cpu_affinity.size() ? config_.cpu_affinity[local] : std::vector<int>{});
     // Its log files exist before anyone reads of it (the daemon's `logs -f` opens them then).
     router_.start(started.output, child.stdout_fd, child.stderr_fd,
                   route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
@@ -535,26 +520,13 @@ class Supervisor {
     in.teardown_began = machine_.teardown_began();
     for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
     auto report = failure_report(in);
-    if (const auto& rc = report.root_cause) {
-      events_.emit(events::RootCause{.attempt = rc->attempt,
-                                     .rank = rc->rank,
-                                     .local_rank = rc->exit.local_rank,
-                                     .pid = rc->exit.pid,
-                                     .status = ExitStatus::of(rc->exit.exit_code, rc->exit.signal),
-                                     .role = rc->role,
-                                     .error = rc->error});
-    }
+    if (report.root_cause) events_.emit(root_cause_event(*report.root_cause));
     if (!report.text.empty()) console_.write(stderr, report.text);
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
   void on_gpu_sample(const GpuSample& s) {
-    events_.emit(events::GpuSample{.rank = s.rank,
-                                   .local_rank = s.local_rank,
-                                   .device = s.device,
-                                   .util = s.sample.util_percent,
-                                   .mem_used_mib = s.mem_used_mib(),
-                                   .mem_total_mib = s.mem_total_mib()});
+    events_.emit(gpu_sample_event(s));
     int attempt = machine_.attempt();
     metrics_.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
     metrics_.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
@@ -562,12 +534,7 @@ class Supervisor {
 
   void on_gpu_low(const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
     console_.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
-    events_.emit(events::GpuLowUtil{.rank = s.rank,
-                                    .local_rank = s.local_rank,
-                                    .device = s.device,
-                                    .mean_util = a.mean_util,
-                                    .seconds = std::chrono::duration<double>(a.lasted).count(),
-                                    .message = text});
+    events_.emit(gpu_low_util_event(s, a, text));
   }
 
   const SupervisorConfig& config_;
