@@ -392,14 +392,21 @@ def main():
     ap.add_argument("--idle-window", type=float, default=5.0, help="seconds the idle launcher is watched")
     ap.add_argument("--no-strace", action="store_true", help="skip the syscall count of the idle window")
     ap.add_argument("--only", help="comma-separated scenarios: trivial,death,restart,idle")
+    ap.add_argument("--baseline", metavar="BUILD_DIR",
+                    help="another build (e.g. of main before a change) run side by side as 'ddp-launch@baseline'")
+    ap.add_argument("--no-torchrun", action="store_true", help="leave torchrun out (a before/after comparison)")
     args = ap.parse_args()
     if args.quick:
         args.reps, args.idle_window = 1, 2.0
     ddp = os.path.join(args.build_dir, "bin", "ddp-launch")
     if not os.access(ddp, os.X_OK):
         sys.exit(f"{ddp} not found: build first (cmake --build {args.build_dir})")
-    names = ["torchrun@0.1", "torchrun@5", "ddp-launch"]
-    launchers = [Launcher(n, args.build_dir) for n in names]
+    names = [] if args.no_torchrun else ["torchrun@0.1", "torchrun@5"]
+    launchers = [Launcher(n, args.build_dir) for n in names + ["ddp-launch"]]
+    if args.baseline:
+        if not os.access(os.path.join(args.baseline, "bin", "ddp-launch"), os.X_OK):
+            sys.exit(f"{args.baseline}/bin/ddp-launch not found: give --baseline a build directory")
+        launchers.append(Launcher("ddp-launch@baseline", args.baseline))
     hand = Launcher("by hand", args.build_dir)
     only = set(args.only.split(",")) if args.only else {"trivial", "death", "restart", "idle"}
     res = {"trivial": {}, "death": {}, "restart": {}, "idle": {}}

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "launcher/failure_report.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;
@@ -56,14 +57,15 @@ TEST_CASE("failure report: one rank failed with an error file: it is the root ca
   ev.error_file = ErrorFileRecord{"ValueError: bad batch", std::nullopt};
   ev.error_file_written = kT - 0.01;
   auto r = failure_report(job({failure(1, 3)}, {ev}));
-  CHECK(r.text == "\nddp-launch: job FAILED after 1 attempt(s), exit code 1\n"
-                  "  Root cause: rank 1 (local 1) on node 0 (hostA), pid 1001: exited with code 3 at " +
-                      at(kT) +
-                      "\n"
-                      "    error file: ValueError: bad batch\n"
-                      "    last stderr lines:\n"
-                      "      Traceback (most recent call last):\n"
-                      "      ValueError: bad batch\n");
+  CHECK(r.text ==
+        "\nddp-launch: job FAILED after 1 attempt(s), exit code 1\n"
+        "  Root cause: rank 1 (local 1) on node 0 (hostA), pid 1001: exited with code 3 at " +
+            at(kT) +
+            "\n"
+            "    error file: ValueError: bad batch\n"
+            "    last stderr lines:\n"
+            "      Traceback (most recent call last):\n"
+            "      ValueError: bad batch\n");
   REQUIRE(r.root_cause);
   CHECK(r.root_cause->rank == 1);
   CHECK(r.root_cause->exit.exit_code == 3);
@@ -77,7 +79,8 @@ TEST_CASE("failure report: a signal death names the signal; the peers we stopped
   auto r = failure_report(in);
   CHECK(r.text.find("  Root cause: rank 0 (local 0) on node 0 (hostA), pid 1000: killed by SIGSEGV at ") !=
         std::string::npos);
-  CHECK(r.text.find("  Rank: rank 1 (local 1) on node 0 (hostA), pid 1001: killed by SIGTERM (stopped by the teardown) at ") !=
+  CHECK(r.text.find(
+            "  Rank: rank 1 (local 1) on node 0 (hostA), pid 1001: killed by SIGTERM (stopped by the teardown) at ") !=
         std::string::npos);
   CHECK(r.text.find("Root cause: rank 0") < r.text.find("Rank: rank 1"));
   REQUIRE(r.root_cause);
@@ -89,8 +92,7 @@ TEST_CASE("failure report: an OOM kill says so, with the evidence") {
   auto ev = evidence(2);
   ev.oom = "memory.events oom_kill 1";
   auto r = failure_report(job({failure(2, 0, SIGKILL)}, {ev}));
-  CHECK(r.text.find("pid 1002: killed by the OOM killer (memory.events oom_kill 1, SIGKILL) at ") !=
-        std::string::npos);
+  CHECK(r.text.find("pid 1002: killed by the OOM killer (memory.events oom_kill 1, SIGKILL) at ") != std::string::npos);
 }
 
 TEST_CASE("failure report: several ranks; the one whose peers lost it is the root cause, global ranks shown") {
@@ -150,9 +152,8 @@ TEST_CASE("failure report: the rendezvous watchdog's finding and a closed rendez
 }
 
 TEST_CASE("failure report: the error file is read with its time; none written, none read") {
-  std::string tmpl = (fs::temp_directory_path() / "failure_report_test.XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-  fs::path dir = tmpl;
+  ddp::test::TempDir tmp("failure_report_test");
+  const fs::path& dir = tmp.path;
   RankEvidence none;
   read_error_file(dir / "error.json", none);
   CHECK_FALSE(none.error_file);
@@ -163,5 +164,4 @@ TEST_CASE("failure report: the error file is read with its time; none written, n
   REQUIRE(ev.error_file);
   CHECK(ev.error_file->message.rfind("KeyError: 'x'", 0) == 0);
   CHECK(ev.error_file_written.value_or(0) > 1.7e9);
-  fs::remove_all(dir);
 }

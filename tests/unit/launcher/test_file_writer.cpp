@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "launcher/file_writer.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;
@@ -23,18 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "file_writer_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
+using TempDir = ddp::test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -52,6 +42,27 @@ bool eventually(Pred pred) {
   }
   return true;
 }
+
+// A FIFO nobody reads yet, standing in for a disk that does not keep up: a writer blocks once its
+// buffer (capacity bytes) is full. full() says the writer is stuck there.
+struct SlowDisk {
+  explicit SlowDisk(const fs::path& dir) : path(dir / "slow") {
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(fd >= 0);
+    capacity = ::fcntl(fd, F_GETPIPE_SZ);
+    REQUIRE(capacity > 0);
+  }
+  ~SlowDisk() { ::close(fd); }
+  bool full() const {
+    int queued = 0;
+    return ::ioctl(fd, FIONREAD, &queued) == 0 && queued >= capacity;
+  }
+  std::size_t more_than_fits() const { return static_cast<std::size_t>(capacity) * 2; }
+  fs::path path;
+  int fd = -1;
+  int capacity = 0;
+};
 
 }  // namespace
 
@@ -94,20 +105,13 @@ TEST_CASE("file writer: a slow disk: droppable bytes are refused past the bound,
   // A FIFO nobody reads: the writer thread blocks once its buffer is full, as on a disk that does
   // not keep up. It is known to be stuck (holding its batch) when the FIFO is full.
   TempDir tmp;
-  auto fifo = tmp.path / "slow";
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
-  REQUIRE(fd >= 0);
-  const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
-  REQUIRE(capacity > 0);
+  SlowDisk disk(tmp.path);
+  const int fd = disk.fd;
   FileWriter w(16);
-  auto id = w.open(fifo, FileWriter::Mode::Truncate);
-  std::string expected(static_cast<std::size_t>(capacity) * 2, 'a');
+  auto id = w.open(disk.path, FileWriter::Mode::Truncate);
+  std::string expected(disk.more_than_fits(), 'a');
   CHECK(w.write(id, expected, false));  // kept: always queued, whatever the bound
-  REQUIRE(eventually([&] {
-    int queued = 0;
-    return ::ioctl(fd, FIONREAD, &queued) == 0 && queued >= capacity;
-  }));
+  REQUIRE(eventually([&] { return disk.full(); }));
   CHECK_FALSE(w.backlogged());  // the stuck writer holds its batch; the queue is empty
   CHECK(w.write(id, "0123456789", false));
   CHECK_FALSE(w.backlogged());
@@ -135,7 +139,6 @@ TEST_CASE("file writer: a slow disk: droppable bytes are refused past the bound,
   w.when_below_bound([&] { at_once = true; });
   CHECK(at_once);
   w.finish();
-  ::close(fd);
 }
 
 TEST_CASE("file writer: a file that cannot be opened reports errno and counts its writes as failed") {
@@ -162,18 +165,11 @@ TEST_CASE("file writer: open creates the file before it returns, even while the 
   // A reader who learns of a rank (its rank_started event, the daemon's `logs -f`) must find its
   // log file: it was once created on the writer thread, behind whatever the disk was still doing.
   TempDir tmp;
-  auto fifo = tmp.path / "slow";
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
-  REQUIRE(fd >= 0);
-  const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
+  SlowDisk disk(tmp.path);
   FileWriter w;
-  auto stuck = w.open(fifo, FileWriter::Mode::Truncate);
-  CHECK(w.write(stuck, std::string(static_cast<std::size_t>(capacity) * 2, 'a'), false));
-  REQUIRE(eventually([&] {
-    int queued = 0;
-    return ::ioctl(fd, FIONREAD, &queued) == 0 && queued >= capacity;
-  }));
+  auto stuck = w.open(disk.path, FileWriter::Mode::Truncate);
+  CHECK(w.write(stuck, std::string(disk.more_than_fits(), 'a'), false));
+  REQUIRE(eventually([&] { return disk.full(); }));
   auto log = tmp.path / "attempt_0" / "1" / "stdout.log";
   auto id = w.open(log, FileWriter::Mode::Truncate);
   CHECK(fs::exists(log));  // at once: not queued behind the stuck write
@@ -181,11 +177,10 @@ TEST_CASE("file writer: open creates the file before it returns, even while the 
   // The disk catches up; the bytes follow.
   CHECK(eventually([&] {
     char buf[65536];
-    while (::read(fd, buf, sizeof buf) > 0) {
+    while (::read(disk.fd, buf, sizeof buf) > 0) {
     }
     return w.flush(1ms);
   }));
   CHECK(slurp(log) == "rank 1 up\n");
   w.finish();
-  ::close(fd);
 }

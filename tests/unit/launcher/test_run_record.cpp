@@ -2,30 +2,20 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <map>
 
 #include "launcher/run_record.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "run_record_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
+using TempDir = ddp::test::TempDir;
 
 void touch(const fs::path& p) {
   fs::create_directories(p.parent_path());
@@ -99,7 +89,7 @@ TEST_CASE("predecessor records: own run_dir, the run id's file, or every sibling
 
   touch(base / "a_1" / "processes.json");
   touch(base / "b_2" / "processes.json");
-  fs::create_directories(base / "c_3");        // no record: nothing to sweep there
+  fs::create_directories(base / "c_3");       // no record: nothing to sweep there
   touch(base / "mine_4" / "processes.json");  // ours: never a predecessor
   std::ofstream(base / "file_not_dir") << "x";
   RunRecordPaths shared{base / "mine_4", "", base};
@@ -114,8 +104,8 @@ TEST_CASE("record owner: only a live supervisor with the recorded start time own
   RunRecordContent r;
   r.supervisor = {100, 100, 5000};
   RunRecordPaths own{"/tmp/run", "", ""};
-  CHECK(record_owner(r, 1, own, procs({})) == RecordOwner::Gone);                           // dead
-  CHECK(record_owner(r, 1, own, procs({{100, stat_of(100, 4999)}})) == RecordOwner::Gone);  // pid reused
+  CHECK(record_owner(r, 1, own, procs({})) == RecordOwner::Gone);                             // dead
+  CHECK(record_owner(r, 1, own, procs({{100, stat_of(100, 4999)}})) == RecordOwner::Gone);    // pid reused
   CHECK(record_owner(r, 100, own, procs({{100, stat_of(100, 5000)}})) == RecordOwner::Gone);  // ourselves
   CHECK(record_owner(r, 1, own, procs({{100, stat_of(100, 5000)}})) == RecordOwner::Conflict);
   RunRecordPaths by_id{"/tmp/run", "/tmp/ids/x.json", ""};
@@ -126,13 +116,13 @@ TEST_CASE("record owner: only a live supervisor with the recorded start time own
 
 TEST_CASE("sweep plan: a live leader that is provably ours, a leaderless group, never a reused pid") {
   RunRecordContent r;
-  r.workers = {worker(200, 200, 6000, 0),   // alive, same start: kill the group
-               worker(201, 201, 6001, 1),   // leader gone: its group's later members
-               worker(202, 202, 6002, 2),   // pid reused by another process: not ours
-               worker(203, 203, 6003, 3),   // same start, but moved to another group: not ours
-               worker(204, 1, 6004, 4),     // not a group leader: skipped
-               worker(1, 1, 6005, 5),       // init: never
-               worker(206, 206, 0, 6)};     // no start time recorded: skipped
+  r.workers = {worker(200, 200, 6000, 0),  // alive, same start: kill the group
+               worker(201, 201, 6001, 1),  // leader gone: its group's later members
+               worker(202, 202, 6002, 2),  // pid reused by another process: not ours
+               worker(203, 203, 6003, 3),  // same start, but moved to another group: not ours
+               worker(204, 1, 6004, 4),    // not a group leader: skipped
+               worker(1, 1, 6005, 5),      // init: never
+               worker(206, 206, 0, 6)};    // no start time recorded: skipped
   auto lookup = procs({{200, stat_of(200, 6000)}, {202, stat_of(202, 9999)}, {203, stat_of(999, 6003)}});
   auto steps = plan_sweep(r, lookup);
   REQUIRE(steps.size() == 2);
