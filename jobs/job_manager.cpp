@@ -13,7 +13,7 @@
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/user_regex.hpp"
-#include "jobs/fault_injection.hpp"
+#include "common/fault_injection.hpp"
 #include "jobs/local_executor.hpp"
 #include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"

@@ -1,10 +1,14 @@
 #include "launcher/log_router.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
 #include <utility>
 
+#include "common/fault_injection.hpp"
 #include "launcher/filtered_log_writer.hpp"
 #include "launcher/metrics_recorder.hpp"
 
@@ -77,11 +81,16 @@ LogRouter::LogRouter(asio::io_context& io, Console& console, FileWriter& files, 
       files_(files),
       metrics_(metrics),
       filtered_(filtered),
-      on_stream_end_(std::move(on_stream_end)) {}
+      on_stream_end_(std::move(on_stream_end)),
+      slow_reads_(fault_armed(kFaultSlowPipeReads)) {
+  if (slow_reads_)
+    spdlog::warn("fault injection: {} armed: worker output is read 200 ms late (tests only)", kFaultSlowPipeReads);
+}
 
 void LogRouter::start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRouting& routing,
                       const std::filesystem::path& dir) {
-  for (auto [s, route, name] : {std::tuple{&r.out, routing.out, "stdout.log"}, std::tuple{&r.err, routing.err, "stderr.log"}}) {
+  for (auto [s, route, name] :
+       {std::tuple{&r.out, routing.out, "stdout.log"}, std::tuple{&r.err, routing.err, "stderr.log"}}) {
     s->console = route.console;
     if (route.file) s->file = files_.open(dir / name, FileWriter::Mode::Truncate);
   }
@@ -93,15 +102,27 @@ void LogRouter::start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRou
 
 void LogRouter::read(RankOutput& r, RankStream& s, FILE* console) {
   s.pipe.async_read_some(asio::buffer(s.buf), [this, &r, &s, console](boost::system::error_code ec, std::size_t n) {
-    if (!ec) {
-      on_read(r, s, console, n);
-      return;
+    if constexpr (kFaultInjectionBuilt) {
+      if (slow_reads_) {
+        auto late = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(200));
+        late->async_wait(
+            [this, late, &r, &s, console, ec, n](boost::system::error_code) { on_read_done(r, s, console, ec, n); });
+        return;
+      }
     }
-    if (auto last = s.lines.finish()) on_line(r, s, console, std::move(*last));
-    if (s.file) files_.close(*std::exchange(s.file, std::nullopt));
-    s.open = false;
-    on_stream_end_();
+    on_read_done(r, s, console, ec, n);
   });
+}
+
+void LogRouter::on_read_done(RankOutput& r, RankStream& s, FILE* console, boost::system::error_code ec, std::size_t n) {
+  if (!ec) {
+    on_read(r, s, console, n);
+    return;
+  }
+  if (auto last = s.lines.finish()) on_line(r, s, console, std::move(*last));
+  if (s.file) files_.close(*std::exchange(s.file, std::nullopt));
+  s.open = false;
+  on_stream_end_();
 }
 
 void LogRouter::on_read(RankOutput& r, RankStream& s, FILE* console, std::size_t n) {
@@ -113,7 +134,8 @@ void LogRouter::on_read(RankOutput& r, RankStream& s, FILE* console, std::size_t
     return;
   }
   // The disk is behind: this rank waits for it (its pipe fills), the loop does not.
-  files_.when_below_bound([this, &r, &s, console] { asio::post(io_, [this, &r, &s, console] { read(r, s, console); }); });
+  files_.when_below_bound(
+      [this, &r, &s, console] { asio::post(io_, [this, &r, &s, console] { read(r, s, console); }); });
 }
 
 void LogRouter::on_line(RankOutput& r, RankStream& s, FILE* console, std::string line) {

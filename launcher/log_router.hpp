@@ -97,11 +97,11 @@ class LogRouter {
 
   // Routes the rank's pipes (its files stdout.log/stderr.log in `dir`) and starts reading them.
   // `r` must outlive the reads (the supervisor keeps every attempt's ranks to its end).
-  void start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRouting& routing,
-             const std::filesystem::path& dir);
+  void start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRouting& routing, const std::filesystem::path& dir);
 
  private:
   void read(RankOutput& r, RankStream& s, FILE* console);
+  void on_read_done(RankOutput& r, RankStream& s, FILE* console, boost::system::error_code ec, std::size_t n);
   void on_read(RankOutput& r, RankStream& s, FILE* console, std::size_t n);
   void on_line(RankOutput& r, RankStream& s, FILE* console, std::string line);
 
@@ -111,6 +111,7 @@ class LogRouter {
   MetricsRecorder& metrics_;
   FilteredLogWriter& filtered_;
   std::function<void()> on_stream_end_;
+  const bool slow_reads_;  // fault injection (common/fault_injection.hpp): slow-pipe-reads
 };
 
 }  // namespace ddp::launcher

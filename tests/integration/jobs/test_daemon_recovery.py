@@ -85,7 +85,7 @@ def test_retry_backoff_survives_a_daemon_restart():
         d.cleanup()
 
 
-# A fault-injection point (jobs/fault_injection.hpp), compiled only into a build configured with
+# A fault-injection point (common/fault_injection.hpp), compiled only into a build configured with
 # -DDDP_FAULT_INJECTION=ON (the dev and ci presets): the daemon SIGKILLs itself right after the spawn.
 KILL_AFTER_SPAWN = {"DDP_FAULT_INJECT": "daemon-kill-after-spawn"}
 

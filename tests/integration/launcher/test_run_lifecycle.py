@@ -220,13 +220,17 @@ def test_restart_messages_in_order_and_a_final_success_line():
 def test_the_summary_before_a_restart_quotes_the_last_stderr_lines():
     # The failed rank's last stderr line can still be in its pipe when its exit is handled; the
     # summary before a restart was written at once and missed it now and then (1 run in ~40 here,
-    # more on a loaded machine: a fresh-clone CI run failed the test above that way). It now waits
-    # for the failed attempt's pipes to close (at most 0.5 s, as at the end of a job). No outside
-    # hook orders the two events, so this repeats the scenario; with the fix it passes every time.
-    # (A grandchild writing after the exit cannot stand in: the teardown's cgroup kill ends it.)
-    for i in range(30):
+    # more on a loaded machine). It now waits for the failed attempt's pipes to close (at most 0.5 s,
+    # as at the end of a job). The fault-injection point slow-pipe-reads (common/fault_injection.hpp,
+    # in the dev and ci builds) makes the race certain: every read of a pipe is handled 200 ms late,
+    # so the line always arrives after the exit.
+    env = {**os.environ, "DDP_FAULT_INJECT": "slow-pipe-reads"}
+    for i in range(2):
         r = subprocess.run([DDP_LAUNCH, "run", "--nproc-per-node", "2", "--max-restarts", "1", "--no-python",
-                            "/bin/sh", "-c", RESTART_SCRIPT], capture_output=True, text=True, timeout=60)
+                            "/bin/sh", "-c", RESTART_SCRIPT], capture_output=True, text=True, timeout=60, env=env)
+        check("slow-pipe-reads armed" in r.stderr,
+              "this ddp-launch has no fault injection: configure it with -DDDP_FAULT_INJECTION=ON (the dev and "
+              f"ci presets of packaging/build.sh do): {r.stderr[-2000:]}")
         check(r.returncode == 0, f"run {i}: exit {r.returncode}: {r.stderr[-3000:]}")
         summary = r.stderr.find("ddp-launch: attempt 0 failed")
         words = r.stderr.find("last stderr lines:\n      boom on attempt 0", summary)

@@ -6,12 +6,16 @@
 // A test arms points through the environment: DDP_FAULT_INJECT=point[,point...].
 //   daemon-kill-after-spawn   the daemon SIGKILLs itself once a run has started, before its pid
 //                             or Slurm id is committed (integration.jobs.recovery)
+//   slow-pipe-reads           the supervisor handles every read of a worker's pipe 200 ms late, as
+//                             a loaded machine may: a rank's last lines reach it after its exit
+//                             (integration.launcher.lifecycle: the summary before a restart)
 #include <string_view>
 
-namespace ddp::jobs {
+namespace ddp {
 
 inline constexpr std::string_view kFaultInjectVariable = "DDP_FAULT_INJECT";
 inline constexpr std::string_view kFaultKillAfterSpawn = "daemon-kill-after-spawn";
+inline constexpr std::string_view kFaultSlowPipeReads = "slow-pipe-reads";
 
 #ifdef DDP_FAULT_INJECTION
 inline constexpr bool kFaultInjectionBuilt = true;
@@ -21,4 +25,4 @@ inline constexpr bool kFaultInjectionBuilt = false;  // `if constexpr (kFaultInj
 constexpr bool fault_armed(std::string_view) { return false; }
 #endif
 
-}  // namespace ddp::jobs
+}  // namespace ddp

@@ -1,10 +1,10 @@
-#include "jobs/fault_injection.hpp"
+#include "common/fault_injection.hpp"
 
 #ifdef DDP_FAULT_INJECTION
 #include <cstdlib>
 #include <string>
 
-namespace ddp::jobs {
+namespace ddp {
 
 bool fault_armed(std::string_view point) {
   const char* value = std::getenv(std::string(kFaultInjectVariable).c_str());
@@ -18,5 +18,5 @@ bool fault_armed(std::string_view point) {
   return false;
 }
 
-}  // namespace ddp::jobs
+}  // namespace ddp
 #endif
