@@ -26,6 +26,7 @@
 #include "launcher/guardian.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
+#include "launcher/rendezvous_watch.hpp"
 #include "launcher/run_record.hpp"
 #include "launcher/supervisor_events.hpp"
 #include "launcher/supervisor_machine.hpp"
@@ -56,10 +57,15 @@ class Supervisor {
         grace_timer_(io_),
         backoff_timer_(io_),
         drain_timer_(io_),
-        rendezvous_timer_(io_),
         events_(config.events_path),
         record_(RunRecordPaths{config.run_dir, config.processes_file, config.log_base_dir}),
         store_(io_, config, events_),
+        rendezvous_watch_(
+            io_, config.rendezvous_timeout, config.plan.nnodes,
+            {.world_size = [this] { return plan_.front().world_size; },
+             .evidence = [this] { return store_.evidence(master_addr_, master_port_, workers_.alive_ranks()); },
+             .timed_out = [this](int attempt, int world, const RendezvousEvidence& ev,
+                                 const RendezvousJudgment& j) { on_rendezvous_timeout(attempt, world, ev, j); }}),
         metrics_(files_, config.run_dir, config.metric_patterns, describe_run(config, plan_)),
         filtered_(files_, config.run_dir, config.duplicate_filters),
         router_(io_, console_, files_, metrics_, filtered_,
@@ -197,10 +203,7 @@ class Supervisor {
 
   // Our store's count of the workers' clients reached the world size: the rendezvous is complete.
   void on_store_arrivals(std::int64_t arrived) {
-    if (rendezvous_announced_ || arrived < plan_.front().world_size) return;
-    rendezvous_announced_ = true;
-    rendezvous_timer_.cancel();
-    if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
+    if (!rendezvous_watch_.on_arrivals(arrived) || rdzv_) return;  // dynamic: the rounds announce themselves
     events_.emit(rendezvous_complete_event(machine_.attempt(), plan_.front().world_size, config_.plan.nnodes));
   }
 
@@ -268,7 +271,7 @@ class Supervisor {
 
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
-    rendezvous_announced_ = false;
+    rendezvous_watch_.begin(a.attempt);
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
     // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
     std::error_code ec;
@@ -293,7 +296,9 @@ class Supervisor {
       asio::post(io_, [this, attempt, next] { spawn_from(attempt, next); });
       return;
     }
-    if (store_.hosted() || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
+    // Never a silent freeze at rendezvous (launcher/rendezvous_watch.hpp). Without our own store
+    // (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
+    if (store_.hosted() || config_.store_mode != StoreMode::Agent) rendezvous_watch_.arm(attempt);
     record_processes();
   }
 
@@ -373,7 +378,7 @@ class Supervisor {
     sweep();
     grace_timer_.cancel();
     backoff_timer_.cancel();
-    rendezvous_timer_.cancel();
+    rendezvous_watch_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
     drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
@@ -469,33 +474,9 @@ class Supervisor {
         events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid});
   }
 
-  // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name
-  // the local ranks that did not and what they printed last, and fail the attempt. Without our own
-  // store (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
-  void arm_rendezvous_watchdog(int attempt) {
-    rendezvous_report_.clear();
-    rendezvous_timer_.expires_after(config_.rendezvous_timeout);
-    rendezvous_timer_.async_wait([this, attempt](boost::system::error_code ec) {
-      if (ec || rendezvous_announced_ || machine_.attempt() != attempt) return;
-      check_rendezvous(attempt);
-    });
-  }
-
-  void check_rendezvous(int attempt) {
-    const int world = plan_.front().world_size;
-    auto ev = store_.evidence(master_addr_, master_port_, workers_.alive_ranks());
-    auto j = judge_rendezvous(ev, world, config_.plan.nnodes, config_.rendezvous_timeout);
-    if (j.verdict == RendezvousJudgment::Verdict::Complete) return;
-    if (j.verdict == RendezvousJudgment::Verdict::NoEvidence) {
-      // No local rank is provably waiting for another (yet: a slow import): nothing to name and no
-      // proof of a hang. Look again after another period, until the ranks' count says complete.
-      spdlog::debug("rendezvous watchdog: no evidence of a hang ({} of {} arrived, {} local ranks missing)",
-                    ev.arrived ? std::to_string(*ev.arrived) : "?", world, j.missing.size());
-      arm_rendezvous_watchdog(attempt);
-      return;
-    }
+  // The watch found ranks that never arrived: fail the attempt, naming them (its report).
+  void on_rendezvous_timeout(int attempt, int world, const RendezvousEvidence& ev, const RendezvousJudgment& j) {
     spdlog::error("{}", j.report);
-    rendezvous_report_ = j.report;
     events_.emit(events::RendezvousTimeout{
         .attempt = attempt, .arrived = ev.arrived, .world_size = world, .missing_local_ranks = j.missing});
     dispatch(event::RendezvousTimeout{attempt});
@@ -511,7 +492,7 @@ class Supervisor {
     in.exit_code = exit_code_;
     in.stop_signal = machine_.stop_signal();
     in.rendezvous_timed_out = machine_.rendezvous_timed_out();
-    in.rendezvous_report = rendezvous_report_;
+    in.rendezvous_report = rendezvous_watch_.report();
     in.rendezvous_close_reason = rdzv_close_reason_;
     in.node_rank = config_.plan.node_rank;
     in.node_name = node_name_;
@@ -549,11 +530,10 @@ class Supervisor {
   asio::steady_timer backoff_timer_;
   asio::steady_timer drain_timer_;
   std::optional<action::ArmBackoff> pending_restart_;  // waiting for the failed attempt's pipes to drain
-  asio::steady_timer rendezvous_timer_;
-  std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
   RunRecord record_;
   WorkerStore store_;
+  RendezvousWatch rendezvous_watch_;
   Console console_;
   FileWriter files_;  // one writer thread: per-rank logs, filtered logs, metrics.csv
   MetricsRecorder metrics_;
@@ -563,7 +543,6 @@ class Supervisor {
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{guardian_};
   bool stopping_announced_ = false;
-  bool rendezvous_announced_ = false;
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;
   int round_ = 0;
