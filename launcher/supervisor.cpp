@@ -147,39 +147,23 @@ class Supervisor {
 
   // --rdzv-backend c10d: host the rendezvous store if we can bind the endpoint, else join it.
   void start_rendezvous() {
-    RendezvousCallbacks cb;
-    cb.assigned = [this](const RoundAssignment& a) { on_round(a); };
-    cb.round_ended = [this](const std::string& reason) {
-      if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
-      spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
-      events_.emit(events::RoundEnded{.round = round_, .reason = reason});
-      dispatch(event::RoundEnded{false});
-    };
-    cb.closed = [this](const std::string& reason) {
-      if (machine_.finished_with()) return;  // we ended it ourselves
-      spdlog::error("rendezvous: {}", reason);
-      rdzv_close_reason_ = reason;
-      events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
-      dispatch(event::RoundEnded{true});
-    };
-    cb.node_lost = [this](const std::string& host, std::chrono::milliseconds silent) {
-      events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count()});
-    };
     auto rc = *config_.dynamic;
     rc.local_addr = node_name_;
-    rdzv_ = Rendezvous::create(io_, rc, std::move(cb));
+    rdzv_ = Rendezvous::create(io_, rc,
+                               {.assigned = [this](const RoundAssignment& a) { on_round(a); },
+                                .round_ended = [this](const std::string& reason) { on_round_ended(reason); },
+                                .closed = [this](const std::string& reason) { on_rendezvous_closed(reason); },
+                                .node_lost =
+                                    [this](const std::string& host, std::chrono::milliseconds silent) {
+                                      events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count()});
+                                    }});
   }
 
   void on_round(const RoundAssignment& a) {
     round_ = a.round;
     master_addr_ = a.master_addr;
     master_port_ = a.master_port;
-    RankPlanInput in = config_.plan;
-    in.nnodes = a.nnodes;
-    in.node_rank = a.node_rank;
-    in.rank_base = a.rank_base;
-    in.world_size = a.world_size;
-    plan_ = plan_ranks(in);
+    plan_ = plan_for_round(config_.plan, a);
     gpu_watch_.on_round(global_ranks(plan_));  // the round's global ranks label the GPU samples
     gpu_watch_.start();
     spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
@@ -195,6 +179,21 @@ class Supervisor {
     } else if (next_attempt_ >= 0) {
       dispatch(event::BackoffExpired{std::exchange(next_attempt_, -1)});
     }
+  }
+
+  void on_round_ended(const std::string& reason) {
+    if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
+    spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
+    events_.emit(events::RoundEnded{.round = round_, .reason = reason});
+    dispatch(event::RoundEnded{false});
+  }
+
+  void on_rendezvous_closed(const std::string& reason) {
+    if (machine_.finished_with()) return;  // we ended it ourselves
+    spdlog::error("rendezvous: {}", reason);
+    rdzv_close_reason_ = reason;
+    events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
+    dispatch(event::RoundEnded{true});
   }
 
   void prepare_store() {
