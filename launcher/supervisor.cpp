@@ -20,13 +20,12 @@
 #include "launcher/cgroup.hpp"
 #include "launcher/event_log.hpp"
 #include "launcher/failure_report.hpp"
-#include "launcher/file_writer.hpp"
-#include "launcher/filtered_log_writer.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
 #include "launcher/rendezvous_watch.hpp"
+#include "launcher/run_outputs.hpp"
 #include "launcher/run_record.hpp"
 #include "launcher/supervisor_events.hpp"
 #include "launcher/supervisor_machine.hpp"
@@ -66,9 +65,8 @@ class Supervisor {
              .evidence = [this] { return store_.evidence(master_addr_, master_port_, workers_.alive_ranks()); },
              .timed_out = [this](int attempt, int world, const RendezvousEvidence& ev,
                                  const RendezvousJudgment& j) { on_rendezvous_timeout(attempt, world, ev, j); }}),
-        metrics_(files_, config.run_dir, config.metric_patterns, describe_run(config, plan_)),
-        filtered_(files_, config.run_dir, config.duplicate_filters),
-        router_(io_, console_, files_, metrics_, filtered_,
+        out_(config, describe_run(config, plan_)),
+        router_(io_, out_.console, out_.files, out_.metrics, out_.filtered,
                 [this] {
                   maybe_finish_drained();
                   maybe_restart_drained();
@@ -353,9 +351,9 @@ class Supervisor {
     if (!pending_restart_) return;
     const auto a = *pending_restart_;
     pending_restart_.reset();
-    flush_files();
+    out_.flush();
     report_failures(false);
-    console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
+    out_.console.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
                  a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
     events_.emit(events::Restarting{.attempt = a.attempt, .failed_attempt = a.attempt - 1});
@@ -395,20 +393,12 @@ class Supervisor {
                   [this] { dispatch(event::ExitBarrierPassed{}); });
   }
 
-  // What the workers printed is in their log files before the summary quotes it, and before the
-  // `finished` event a reader may act on.
-  void flush_files() {
-    if (!files_.flush(std::chrono::seconds(10))) {
-      spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written", config_.run_dir.string());
-    }
-  }
-
   void perform(const action::Exit& a) {
     exit_code_ = a.exit_code;
-    flush_files();
+    out_.flush();
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
     if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
-      console_.drain(std::chrono::seconds(2));  // after the workers' last lines
+      out_.console.drain(std::chrono::seconds(2));  // after the workers' last lines
       spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
                    machine_.attempt(), config_.max_restarts);
     }
@@ -422,18 +412,9 @@ class Supervisor {
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
     store_.remove_filestore("the job is over");
-    std::error_code ec;
     record_.remove();
     gpu_watch_.stop();
-    files_.finish();  // everything queued is written: the reports below count what was not
-    filtered_.finish();
-    bool kept_metrics =
-        metrics_.finish({{"exit_code", exit_code_}, {"attempts", machine_.attempt() + 1}}, config_.remove_run_dir);
-    if (config_.remove_run_dir && !kept_metrics) fs::remove_all(config_.run_dir, ec);
-    if (kept_metrics) {
-      console_.write(stderr, fmt::format("[ddp-launch]: metrics in {} (chart: ddp-launch report {})\n",
-                                         metrics_.csv_path().string(), config_.run_dir.string()));
-    }
+    out_.finish(exit_code_, machine_.attempt() + 1);
     guardian_.finish();
     io_.stop();
   }
@@ -501,19 +482,19 @@ class Supervisor {
     for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
     auto report = failure_report(in);
     if (report.root_cause) events_.emit(root_cause_event(*report.root_cause));
-    if (!report.text.empty()) console_.write(stderr, report.text);
+    if (!report.text.empty()) out_.console.write(stderr, report.text);
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
   void on_gpu_sample(const GpuSample& s) {
     events_.emit(gpu_sample_event(s));
     int attempt = machine_.attempt();
-    metrics_.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
-    metrics_.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
+    out_.metrics.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
+    out_.metrics.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
   }
 
   void on_gpu_low(const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
-    console_.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
+    out_.console.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
     events_.emit(gpu_low_util_event(s, a, text));
   }
 
@@ -533,10 +514,7 @@ class Supervisor {
   RunRecord record_;
   WorkerStore store_;
   RendezvousWatch rendezvous_watch_;
-  Console console_;
-  FileWriter files_;  // one writer thread: per-rank logs, filtered logs, metrics.csv
-  MetricsRecorder metrics_;
-  FilteredLogWriter filtered_;
+  RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
