@@ -17,6 +17,19 @@ RunOutputs::RunOutputs(const SupervisorConfig& config, nlohmann::json run_info)
       run_dir_(config.run_dir),
       remove_run_dir_(config.remove_run_dir) {}
 
+void RunOutputs::begin_attempt(int attempt) {
+  std::error_code ec;
+  std::filesystem::remove_all(run_dir_ / fmt::format("attempt_{}", attempt), ec);
+}
+
+std::filesystem::path RunOutputs::rank_dir(int attempt, int local_rank) {
+  auto dir = run_dir_ / fmt::format("attempt_{}", attempt) / std::to_string(local_rank);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::filesystem::remove(dir / "error.json", ec);
+  return dir;
+}
+
 void RunOutputs::flush() {
   if (!files.flush(std::chrono::seconds(10))) {
     spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written", run_dir_.string());

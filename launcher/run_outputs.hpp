@@ -17,6 +17,12 @@ struct RunOutputs {
   // run_info: describe_run's (metrics_recorder.hpp).
   RunOutputs(const SupervisorConfig& config, nlohmann::json run_info);
 
+  // run_dir/attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}, torchrun's layout. A new
+  // attempt's directory starts empty: torchrun wipes one a previous run left, so no stale rank's
+  // logs mix in.
+  void begin_attempt(int attempt);
+  // A rank's directory, created, without an error.json of before (the worker writes its own there).
+  std::filesystem::path rank_dir(int attempt, int local_rank);
   // What the workers printed is in their log files before the summary quotes it, and before the
   // `finished` event a reader may act on. Warns when the disk is slow (after 10 s).
   void flush();

@@ -270,9 +270,7 @@ class Supervisor {
     stopping_announced_ = false;
     rendezvous_watch_.begin(a.attempt);
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
-    // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
-    std::error_code ec;
-    fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
+    out_.begin_attempt(a.attempt);
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
     spawn_from(a.attempt, 0);
   }
@@ -432,11 +430,8 @@ class Supervisor {
     w->output.prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
     w->output.attempt = attempt;
     w->output.rank = ranks.rank;
-    fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
-    std::error_code fec;
-    fs::create_directories(dir, fec);
+    fs::path dir = out_.rank_dir(attempt, ranks.local_rank);
     w->error_file = dir / "error.json";
-    fs::remove(w->error_file, fec);
     auto local = static_cast<std::size_t>(ranks.local_rank);
 
     // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
@@ -465,20 +460,13 @@ class Supervisor {
   // launcher/failure_report.hpp. Read here, not at the reap: the final summary comes after the
   // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
-    FailureReportInput in;
-    in.final = final;
-    in.state = machine_.state();
-    in.attempt = machine_.attempt();
+    auto in = failure_report_input(machine_, final);
     in.exit_code = exit_code_;
-    in.stop_signal = machine_.stop_signal();
-    in.rendezvous_timed_out = machine_.rendezvous_timed_out();
     in.rendezvous_report = rendezvous_watch_.report();
     in.rendezvous_close_reason = rdzv_close_reason_;
     in.node_rank = config_.plan.node_rank;
     in.node_name = node_name_;
     in.worker_argv = config_.worker_argv;
-    in.failures = machine_.failures();
-    in.teardown_began = machine_.teardown_began();
     for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
     auto report = failure_report(in);
     if (report.root_cause) events_.emit(root_cause_event(*report.root_cause));

@@ -56,14 +56,15 @@ TEST_CASE("failure report: one rank failed with an error file: it is the root ca
   ev.error_file = ErrorFileRecord{"ValueError: bad batch", std::nullopt};
   ev.error_file_written = kT - 0.01;
   auto r = failure_report(job({failure(1, 3)}, {ev}));
-  CHECK(r.text == "\nddp-launch: job FAILED after 1 attempt(s), exit code 1\n"
-                  "  Root cause: rank 1 (local 1) on node 0 (hostA), pid 1001: exited with code 3 at " +
-                      at(kT) +
-                      "\n"
-                      "    error file: ValueError: bad batch\n"
-                      "    last stderr lines:\n"
-                      "      Traceback (most recent call last):\n"
-                      "      ValueError: bad batch\n");
+  CHECK(r.text ==
+        "\nddp-launch: job FAILED after 1 attempt(s), exit code 1\n"
+        "  Root cause: rank 1 (local 1) on node 0 (hostA), pid 1001: exited with code 3 at " +
+            at(kT) +
+            "\n"
+            "    error file: ValueError: bad batch\n"
+            "    last stderr lines:\n"
+            "      Traceback (most recent call last):\n"
+            "      ValueError: bad batch\n");
   REQUIRE(r.root_cause);
   CHECK(r.root_cause->rank == 1);
   CHECK(r.root_cause->exit.exit_code == 3);
@@ -77,7 +78,8 @@ TEST_CASE("failure report: a signal death names the signal; the peers we stopped
   auto r = failure_report(in);
   CHECK(r.text.find("  Root cause: rank 0 (local 0) on node 0 (hostA), pid 1000: killed by SIGSEGV at ") !=
         std::string::npos);
-  CHECK(r.text.find("  Rank: rank 1 (local 1) on node 0 (hostA), pid 1001: killed by SIGTERM (stopped by the teardown) at ") !=
+  CHECK(r.text.find(
+            "  Rank: rank 1 (local 1) on node 0 (hostA), pid 1001: killed by SIGTERM (stopped by the teardown) at ") !=
         std::string::npos);
   CHECK(r.text.find("Root cause: rank 0") < r.text.find("Rank: rank 1"));
   REQUIRE(r.root_cause);
@@ -89,8 +91,7 @@ TEST_CASE("failure report: an OOM kill says so, with the evidence") {
   auto ev = evidence(2);
   ev.oom = "memory.events oom_kill 1";
   auto r = failure_report(job({failure(2, 0, SIGKILL)}, {ev}));
-  CHECK(r.text.find("pid 1002: killed by the OOM killer (memory.events oom_kill 1, SIGKILL) at ") !=
-        std::string::npos);
+  CHECK(r.text.find("pid 1002: killed by the OOM killer (memory.events oom_kill 1, SIGKILL) at ") != std::string::npos);
 }
 
 TEST_CASE("failure report: several ranks; the one whose peers lost it is the root cause, global ranks shown") {
@@ -164,4 +165,32 @@ TEST_CASE("failure report: the error file is read with its time; none written, n
   CHECK(ev.error_file->message.rfind("KeyError: 'x'", 0) == 0);
   CHECK(ev.error_file_written.value_or(0) > 1.7e9);
   fs::remove_all(dir);
+}
+
+TEST_CASE("failure report input: the machine's state, attempt, failures and what stopped the group") {
+  SupervisorPolicy policy;
+  policy.nproc = 2;
+  SupervisorMachine m(policy);
+  m.on(event::Start{});
+  m.on(event::RankExited{RankExit{1, 1001, 3, 0, kT}});
+  m.on(event::RankExited{RankExit{0, 1000, -1, SIGTERM, kT + 1}});
+  auto in = failure_report_input(m, true);
+  CHECK(in.final);
+  CHECK(in.state == m.state());
+  CHECK(in.attempt == 0);
+  CHECK(in.stop_signal == 0);  // a rank's failure stopped it
+  CHECK_FALSE(in.rendezvous_timed_out);
+  REQUIRE(in.failures.size() == m.failures().size());
+  CHECK(in.failures.front().exit.local_rank == 1);
+  REQUIRE(in.teardown_began.has_value());
+  CHECK(*in.teardown_began == kT);
+  CHECK(in.evidence.empty());  // the shell's part
+
+  SupervisorMachine s(policy);
+  s.on(event::Start{});
+  s.on(event::SignalReceived{SIGINT});
+  auto stopped = failure_report_input(s, false);
+  CHECK_FALSE(stopped.final);
+  CHECK(stopped.stop_signal == SIGINT);
+  CHECK(stopped.state == GroupState::Stopping);
 }

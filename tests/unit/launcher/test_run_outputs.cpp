@@ -61,3 +61,26 @@ TEST_CASE("a run_dir the user named stays, even empty") {
   CHECK(fs::is_directory(dir));
   fs::remove_all(dir);
 }
+
+TEST_CASE("an attempt starts in an empty directory; a rank's directory exists without an old error.json") {
+  auto dir = make_run_dir();
+  auto config = config_for(dir, false);
+  RunOutputs out(config, nlohmann::json::object());
+  fs::create_directories(dir / "attempt_1" / "0");
+  std::ofstream(dir / "attempt_1" / "0" / "stdout.log") << "a previous run's line\n";
+  std::ofstream(dir / "attempt_1" / "0" / "error.json") << "{}";
+  fs::create_directories(dir / "attempt_0");
+  std::ofstream(dir / "attempt_0" / "kept") << "another attempt's\n";
+  out.begin_attempt(1);
+  CHECK_FALSE(fs::exists(dir / "attempt_1"));
+  CHECK(fs::exists(dir / "attempt_0" / "kept"));
+  fs::create_directories(dir / "attempt_1" / "1");
+  std::ofstream(dir / "attempt_1" / "1" / "error.json") << "{}";
+  CHECK(out.rank_dir(1, 1) == dir / "attempt_1" / "1");
+  CHECK(fs::is_directory(dir / "attempt_1" / "1"));
+  CHECK_FALSE(fs::exists(dir / "attempt_1" / "1" / "error.json"));
+  CHECK(out.rank_dir(1, 2) == dir / "attempt_1" / "2");
+  CHECK(fs::is_directory(dir / "attempt_1" / "2"));
+  out.finish(0, 1);
+  fs::remove_all(dir);
+}
