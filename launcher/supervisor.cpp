@@ -11,7 +11,6 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/events.hpp"
@@ -34,7 +33,6 @@
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace ddp::launcher {
 namespace {
@@ -46,9 +44,7 @@ class Supervisor {
   explicit Supervisor(const SupervisorConfig& config)
       : config_(config),
         plan_(plan_ranks(config.plan)),
-        machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
-                                  config.restart_backoff, std::chrono::milliseconds(10000), config.dynamic.has_value(),
-                                  config.dynamic.has_value()}),
+        machine_(supervisor_policy(config)),
         cgroups_(config.run_id, config.memory_limit_per_rank),
         guardian_(Guardian::start(cgroups_.dirs())),
         signals_(io_),
