@@ -100,4 +100,16 @@ FailureReport failure_report(const FailureReportInput& in) {
   return report;
 }
 
+FailureReportInput failure_report_input(const SupervisorMachine& machine, bool final) {
+  FailureReportInput in;
+  in.final = final;
+  in.state = machine.state();
+  in.attempt = machine.attempt();
+  in.stop_signal = machine.stop_signal();
+  in.rendezvous_timed_out = machine.rendezvous_timed_out();
+  in.failures = machine.failures();
+  in.teardown_began = machine.teardown_began();
+  return in;
+}
+
 }  // namespace ddp::launcher

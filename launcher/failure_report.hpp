@@ -66,4 +66,8 @@ struct FailureReport {
 
 FailureReport failure_report(const FailureReportInput& in);
 
+// The machine's part of the input: state, attempt, what stopped the group, its failures. The
+// shell adds the exit code, the rendezvous' findings, the node and each failure's evidence.
+FailureReportInput failure_report_input(const SupervisorMachine& machine, bool final);
+
 }  // namespace ddp::launcher

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "launcher/rendezvous_client_machine.hpp"
 
 namespace ddp::launcher {
 
@@ -12,8 +13,8 @@ std::vector<RankAssignment> plan_ranks(const RankPlanInput& in) {
     throw UsageError(fmt::format("--nproc-per-node must be at least 1 (got {})", in.nproc_per_node));
   }
   if (in.node_rank < 0 || in.node_rank >= in.nnodes) {
-    throw UsageError(fmt::format("--node-rank {} is outside 0..{} for --nnodes {}", in.node_rank, in.nnodes - 1,
-                                 in.nnodes));
+    throw UsageError(
+        fmt::format("--node-rank {} is outside 0..{} for --nnodes {}", in.node_rank, in.nnodes - 1, in.nnodes));
   }
   // Homogeneous nodes: node n runs global ranks [n*nproc, (n+1)*nproc), so node 0 holds rank 0.
   std::vector<RankAssignment> out;
@@ -39,6 +40,15 @@ std::vector<RankAssignment> plan_ranks(const RankPlanInput& in) {
     out.push_back(a);
   }
   return out;
+}
+
+std::vector<RankAssignment> plan_for_round(const RankPlanInput& configured, const RoundAssignment& round) {
+  RankPlanInput in = configured;
+  in.nnodes = round.nnodes;
+  in.node_rank = round.node_rank;
+  in.rank_base = round.rank_base;
+  in.world_size = round.world_size;
+  return plan_ranks(in);
 }
 
 }  // namespace ddp::launcher

@@ -5,9 +5,11 @@
 
 namespace ddp::launcher {
 
+struct RoundAssignment;  // launcher/rendezvous_client_machine.hpp
+
 struct RankAssignment {
-  int rank = 0;              // global rank, 0..world_size-1
-  int local_rank = 0;        // rank on this node
+  int rank = 0;        // global rank, 0..world_size-1
+  int local_rank = 0;  // rank on this node
   int world_size = 1;
   int local_world_size = 1;
   int group_rank = 0;        // node rank
@@ -30,5 +32,9 @@ struct RankPlanInput {
 
 // Throws ddp::UsageError naming the bad value and the valid range.
 std::vector<RankAssignment> plan_ranks(const RankPlanInput& in);
+
+// Dynamic rendezvous: this node's ranks in a round. Node rank, node count, first rank and world
+// size are the round's; the processes per node and the role stay the configured ones.
+std::vector<RankAssignment> plan_for_round(const RankPlanInput& configured, const RoundAssignment& round);
 
 }  // namespace ddp::launcher

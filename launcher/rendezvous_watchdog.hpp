@@ -2,7 +2,8 @@
 // The rendezvous watchdog's judgment: never a silent freeze at rendezvous. When the timeout
 // (--rdzv-timeout) passes before the ranks all reached the store, this decides from what the
 // store and /proc say (launcher/worker_store.hpp gathers it) whether the attempt fails, naming the
-// local ranks that did not arrive and what they printed last. Pure; the timer is the supervisor's.
+// local ranks that did not arrive and what they printed last. Pure; the timer that asks it is
+// launcher/rendezvous_watch.hpp's.
 //
 // With our own store the count is exact: the timeout alone fails the attempt. Without it (rank0,
 // file) the evidence is weaker (launcher/rendezvous_evidence.hpp): the attempt fails only when some
@@ -27,8 +28,8 @@ struct WatchedRank {
 };
 
 struct RendezvousEvidence {
-  bool own_store = false;   // the supervisor hosts the workers' store
-  bool file_store = false;  // --store file: "never reached the FileStore" rather than "never connected"
+  bool own_store = false;               // the supervisor hosts the workers' store
+  bool file_store = false;              // --store file: "never reached the FileStore" rather than "never connected"
   std::optional<std::int64_t> arrived;  // the ranks' own count; nullopt: unknown
   std::string where;                    // "the store at HOST:PORT", "the FileStore PATH"…
   std::vector<WatchedRank> ranks;
@@ -40,8 +41,8 @@ struct RendezvousJudgment {
     NoEvidence,  // no local rank provably waits for another (yet): look again later
     TimedOut,    // fail the attempt
   } verdict = Verdict::NoEvidence;
-  std::string report;         // TimedOut: the summary's root cause
-  std::vector<int> missing;   // global ranks of the local ranks that never arrived
+  std::string report;        // TimedOut: the summary's root cause
+  std::vector<int> missing;  // global ranks of the local ranks that never arrived
 };
 
 RendezvousJudgment judge_rendezvous(const RendezvousEvidence& evidence, int world_size, int nnodes,

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/events.hpp"
@@ -20,12 +19,12 @@
 #include "launcher/cgroup.hpp"
 #include "launcher/event_log.hpp"
 #include "launcher/failure_report.hpp"
-#include "launcher/file_writer.hpp"
-#include "launcher/filtered_log_writer.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
+#include "launcher/rendezvous_watch.hpp"
+#include "launcher/run_outputs.hpp"
 #include "launcher/run_record.hpp"
 #include "launcher/supervisor_events.hpp"
 #include "launcher/supervisor_machine.hpp"
@@ -34,7 +33,6 @@
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace ddp::launcher {
 namespace {
@@ -46,9 +44,7 @@ class Supervisor {
   explicit Supervisor(const SupervisorConfig& config)
       : config_(config),
         plan_(plan_ranks(config.plan)),
-        machine_(SupervisorPolicy{config.plan.nproc_per_node, config.max_restarts, config.shutdown_grace,
-                                  config.restart_backoff, std::chrono::milliseconds(10000), config.dynamic.has_value(),
-                                  config.dynamic.has_value()}),
+        machine_(supervisor_policy(config)),
         cgroups_(config.run_id, config.memory_limit_per_rank),
         guardian_(Guardian::start(cgroups_.dirs())),
         signals_(io_),
@@ -56,13 +52,17 @@ class Supervisor {
         grace_timer_(io_),
         backoff_timer_(io_),
         drain_timer_(io_),
-        rendezvous_timer_(io_),
         events_(config.events_path),
         record_(RunRecordPaths{config.run_dir, config.processes_file, config.log_base_dir}),
         store_(io_, config, events_),
-        metrics_(files_, config.run_dir, config.metric_patterns, describe_run(config, plan_)),
-        filtered_(files_, config.run_dir, config.duplicate_filters),
-        router_(io_, console_, files_, metrics_, filtered_,
+        rendezvous_watch_(
+            io_, config.rendezvous_timeout, config.plan.nnodes,
+            {.world_size = [this] { return plan_.front().world_size; },
+             .evidence = [this] { return store_.evidence(master_addr_, master_port_, workers_.alive_ranks()); },
+             .timed_out = [this](int attempt, int world, const RendezvousEvidence& ev,
+                                 const RendezvousJudgment& j) { on_rendezvous_timeout(attempt, world, ev, j); }}),
+        out_(config, describe_run(config, plan_)),
+        router_(io_, out_.console, out_.files, out_.metrics, out_.filtered,
                 [this] {
                   maybe_finish_drained();
                   maybe_restart_drained();
@@ -141,39 +141,23 @@ class Supervisor {
 
   // --rdzv-backend c10d: host the rendezvous store if we can bind the endpoint, else join it.
   void start_rendezvous() {
-    RendezvousCallbacks cb;
-    cb.assigned = [this](const RoundAssignment& a) { on_round(a); };
-    cb.round_ended = [this](const std::string& reason) {
-      if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
-      spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
-      events_.emit(events::RoundEnded{.round = round_, .reason = reason});
-      dispatch(event::RoundEnded{false});
-    };
-    cb.closed = [this](const std::string& reason) {
-      if (machine_.finished_with()) return;  // we ended it ourselves
-      spdlog::error("rendezvous: {}", reason);
-      rdzv_close_reason_ = reason;
-      events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
-      dispatch(event::RoundEnded{true});
-    };
-    cb.node_lost = [this](const std::string& host, std::chrono::milliseconds silent) {
-      events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count()});
-    };
     auto rc = *config_.dynamic;
     rc.local_addr = node_name_;
-    rdzv_ = Rendezvous::create(io_, rc, std::move(cb));
+    rdzv_ = Rendezvous::create(io_, rc,
+                               {.assigned = [this](const RoundAssignment& a) { on_round(a); },
+                                .round_ended = [this](const std::string& reason) { on_round_ended(reason); },
+                                .closed = [this](const std::string& reason) { on_rendezvous_closed(reason); },
+                                .node_lost =
+                                    [this](const std::string& host, std::chrono::milliseconds silent) {
+                                      events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count()});
+                                    }});
   }
 
   void on_round(const RoundAssignment& a) {
     round_ = a.round;
     master_addr_ = a.master_addr;
     master_port_ = a.master_port;
-    RankPlanInput in = config_.plan;
-    in.nnodes = a.nnodes;
-    in.node_rank = a.node_rank;
-    in.rank_base = a.rank_base;
-    in.world_size = a.world_size;
-    plan_ = plan_ranks(in);
+    plan_ = plan_for_round(config_.plan, a);
     gpu_watch_.on_round(global_ranks(plan_));  // the round's global ranks label the GPU samples
     gpu_watch_.start();
     spdlog::info("rendezvous round {}: node rank {} of {}, ranks {}..{} of {}", a.round, a.node_rank, a.nnodes,
@@ -191,16 +175,28 @@ class Supervisor {
     }
   }
 
+  void on_round_ended(const std::string& reason) {
+    if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
+    spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
+    events_.emit(events::RoundEnded{.round = round_, .reason = reason});
+    dispatch(event::RoundEnded{false});
+  }
+
+  void on_rendezvous_closed(const std::string& reason) {
+    if (machine_.finished_with()) return;  // we ended it ourselves
+    spdlog::error("rendezvous: {}", reason);
+    rdzv_close_reason_ = reason;
+    events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
+    dispatch(event::RoundEnded{true});
+  }
+
   void prepare_store() {
     master_port_ = store_.prepare(rdzv_.get(), guardian_.pid(), [this](std::int64_t n) { on_store_arrivals(n); });
   }
 
   // Our store's count of the workers' clients reached the world size: the rendezvous is complete.
   void on_store_arrivals(std::int64_t arrived) {
-    if (rendezvous_announced_ || arrived < plan_.front().world_size) return;
-    rendezvous_announced_ = true;
-    rendezvous_timer_.cancel();
-    if (rdzv_) return;  // the dynamic rendezvous announces its rounds itself
+    if (!rendezvous_watch_.on_arrivals(arrived) || rdzv_) return;  // dynamic: the rounds announce themselves
     events_.emit(rendezvous_complete_event(machine_.attempt(), plan_.front().world_size, config_.plan.nnodes));
   }
 
@@ -268,11 +264,9 @@ class Supervisor {
 
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
-    rendezvous_announced_ = false;
+    rendezvous_watch_.begin(a.attempt);
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
-    // torchrun wipes an attempt directory a previous run left: no stale rank's logs mix in.
-    std::error_code ec;
-    fs::remove_all(config_.run_dir / fmt::format("attempt_{}", a.attempt), ec);
+    out_.begin_attempt(a.attempt);
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
     spawn_from(a.attempt, 0);
   }
@@ -293,7 +287,9 @@ class Supervisor {
       asio::post(io_, [this, attempt, next] { spawn_from(attempt, next); });
       return;
     }
-    if (store_.hosted() || config_.store_mode != StoreMode::Agent) arm_rendezvous_watchdog(attempt);
+    // Never a silent freeze at rendezvous (launcher/rendezvous_watch.hpp). Without our own store
+    // (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
+    if (store_.hosted() || config_.store_mode != StoreMode::Agent) rendezvous_watch_.arm(attempt);
     record_processes();
   }
 
@@ -349,9 +345,9 @@ class Supervisor {
     if (!pending_restart_) return;
     const auto a = *pending_restart_;
     pending_restart_.reset();
-    flush_files();
+    out_.flush();
     report_failures(false);
-    console_.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
+    out_.console.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
                  a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
     events_.emit(events::Restarting{.attempt = a.attempt, .failed_attempt = a.attempt - 1});
@@ -373,7 +369,7 @@ class Supervisor {
     sweep();
     grace_timer_.cancel();
     backoff_timer_.cancel();
-    rendezvous_timer_.cancel();
+    rendezvous_watch_.cancel();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
     drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
@@ -391,20 +387,12 @@ class Supervisor {
                   [this] { dispatch(event::ExitBarrierPassed{}); });
   }
 
-  // What the workers printed is in their log files before the summary quotes it, and before the
-  // `finished` event a reader may act on.
-  void flush_files() {
-    if (!files_.flush(std::chrono::seconds(10))) {
-      spdlog::warn("the disk is slow: after 10 s, the logs under {} are still being written", config_.run_dir.string());
-    }
-  }
-
   void perform(const action::Exit& a) {
     exit_code_ = a.exit_code;
-    flush_files();
+    out_.flush();
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
     if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
-      console_.drain(std::chrono::seconds(2));  // after the workers' last lines
+      out_.console.drain(std::chrono::seconds(2));  // after the workers' last lines
       spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
                    machine_.attempt(), config_.max_restarts);
     }
@@ -418,18 +406,9 @@ class Supervisor {
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
     store_.remove_filestore("the job is over");
-    std::error_code ec;
     record_.remove();
     gpu_watch_.stop();
-    files_.finish();  // everything queued is written: the reports below count what was not
-    filtered_.finish();
-    bool kept_metrics =
-        metrics_.finish({{"exit_code", exit_code_}, {"attempts", machine_.attempt() + 1}}, config_.remove_run_dir);
-    if (config_.remove_run_dir && !kept_metrics) fs::remove_all(config_.run_dir, ec);
-    if (kept_metrics) {
-      console_.write(stderr, fmt::format("[ddp-launch]: metrics in {} (chart: ddp-launch report {})\n",
-                                         metrics_.csv_path().string(), config_.run_dir.string()));
-    }
+    out_.finish(exit_code_, machine_.attempt() + 1);
     guardian_.finish();
     io_.stop();
   }
@@ -447,11 +426,8 @@ class Supervisor {
     w->output.prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
     w->output.attempt = attempt;
     w->output.rank = ranks.rank;
-    fs::path dir = config_.run_dir / fmt::format("attempt_{}", attempt) / std::to_string(ranks.local_rank);
-    std::error_code fec;
-    fs::create_directories(dir, fec);
+    fs::path dir = out_.rank_dir(attempt, ranks.local_rank);
     w->error_file = dir / "error.json";
-    fs::remove(w->error_file, fec);
     auto local = static_cast<std::size_t>(ranks.local_rank);
 
     // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
@@ -469,33 +445,9 @@ class Supervisor {
         events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid});
   }
 
-  // Never a silent freeze at rendezvous: if the ranks have not all reached the store in time, name
-  // the local ranks that did not and what they printed last, and fail the attempt. Without our own
-  // store (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
-  void arm_rendezvous_watchdog(int attempt) {
-    rendezvous_report_.clear();
-    rendezvous_timer_.expires_after(config_.rendezvous_timeout);
-    rendezvous_timer_.async_wait([this, attempt](boost::system::error_code ec) {
-      if (ec || rendezvous_announced_ || machine_.attempt() != attempt) return;
-      check_rendezvous(attempt);
-    });
-  }
-
-  void check_rendezvous(int attempt) {
-    const int world = plan_.front().world_size;
-    auto ev = store_.evidence(master_addr_, master_port_, workers_.alive_ranks());
-    auto j = judge_rendezvous(ev, world, config_.plan.nnodes, config_.rendezvous_timeout);
-    if (j.verdict == RendezvousJudgment::Verdict::Complete) return;
-    if (j.verdict == RendezvousJudgment::Verdict::NoEvidence) {
-      // No local rank is provably waiting for another (yet: a slow import): nothing to name and no
-      // proof of a hang. Look again after another period, until the ranks' count says complete.
-      spdlog::debug("rendezvous watchdog: no evidence of a hang ({} of {} arrived, {} local ranks missing)",
-                    ev.arrived ? std::to_string(*ev.arrived) : "?", world, j.missing.size());
-      arm_rendezvous_watchdog(attempt);
-      return;
-    }
+  // The watch found ranks that never arrived: fail the attempt, naming them (its report).
+  void on_rendezvous_timeout(int attempt, int world, const RendezvousEvidence& ev, const RendezvousJudgment& j) {
     spdlog::error("{}", j.report);
-    rendezvous_report_ = j.report;
     events_.emit(events::RendezvousTimeout{
         .attempt = attempt, .arrived = ev.arrived, .world_size = world, .missing_local_ranks = j.missing});
     dispatch(event::RendezvousTimeout{attempt});
@@ -504,36 +456,29 @@ class Supervisor {
   // launcher/failure_report.hpp. Read here, not at the reap: the final summary comes after the
   // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
-    FailureReportInput in;
-    in.final = final;
-    in.state = machine_.state();
-    in.attempt = machine_.attempt();
+    auto in = failure_report_input(machine_, final);
     in.exit_code = exit_code_;
-    in.stop_signal = machine_.stop_signal();
-    in.rendezvous_timed_out = machine_.rendezvous_timed_out();
-    in.rendezvous_report = rendezvous_report_;
+    in.rendezvous_report = rendezvous_watch_.report();
     in.rendezvous_close_reason = rdzv_close_reason_;
     in.node_rank = config_.plan.node_rank;
     in.node_name = node_name_;
     in.worker_argv = config_.worker_argv;
-    in.failures = machine_.failures();
-    in.teardown_began = machine_.teardown_began();
     for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
     auto report = failure_report(in);
     if (report.root_cause) events_.emit(root_cause_event(*report.root_cause));
-    if (!report.text.empty()) console_.write(stderr, report.text);
+    if (!report.text.empty()) out_.console.write(stderr, report.text);
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
   void on_gpu_sample(const GpuSample& s) {
     events_.emit(gpu_sample_event(s));
     int attempt = machine_.attempt();
-    metrics_.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
-    metrics_.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
+    out_.metrics.record({attempt, s.rank, std::nullopt, "gpu_util", static_cast<double>(s.sample.util_percent)});
+    out_.metrics.record({attempt, s.rank, std::nullopt, "gpu_mem_used_mib", s.mem_used_mib()});
   }
 
   void on_gpu_low(const GpuSample& s, const LowUtilAlert& a, const std::string& text) {
-    console_.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
+    out_.console.write(stderr, fmt::format("[ddp-launch] warning: {}\n", text));
     events_.emit(gpu_low_util_event(s, a, text));
   }
 
@@ -549,21 +494,16 @@ class Supervisor {
   asio::steady_timer backoff_timer_;
   asio::steady_timer drain_timer_;
   std::optional<action::ArmBackoff> pending_restart_;  // waiting for the failed attempt's pipes to drain
-  asio::steady_timer rendezvous_timer_;
-  std::string rendezvous_report_;  // what the watchdog found, for the summary
   EventLog events_;
   RunRecord record_;
   WorkerStore store_;
-  Console console_;
-  FileWriter files_;  // one writer thread: per-rank logs, filtered logs, metrics.csv
-  MetricsRecorder metrics_;
-  FilteredLogWriter filtered_;
+  RendezvousWatch rendezvous_watch_;
+  RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{guardian_};
   bool stopping_announced_ = false;
-  bool rendezvous_announced_ = false;
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;
   int round_ = 0;

@@ -34,18 +34,18 @@ struct SupervisorConfig {
   // Every rank must reach the store within this, or the attempt fails naming the missing ones.
   std::chrono::milliseconds rendezvous_timeout{600000};
   std::string run_id = "none";
-  std::filesystem::path run_dir;   // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
+  std::filesystem::path run_dir;  // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
   // --log-dir: run_dir is this run's <run_id>_<random> inside it (torchrun's layout). Runs share
   // it; each records its processes in its own run_dir, and a new one sweeps its dead siblings'.
   std::filesystem::path log_base_dir;
-  bool remove_run_dir = false;     // a temporary run_dir holding nothing the user asked to keep
+  bool remove_run_dir = false;           // a temporary run_dir holding nothing the user asked to keep
   std::filesystem::path filestore_path;  // StoreMode::File: --filestore, or empty for <run_dir>/filestore
   // Per local rank: torchrun's -r/--redirects and -t/--tee masks (1 stdout, 2 stderr). Redirected
   // streams go to the files only, teed ones to the files and the console. Empty: all 0.
   std::vector<int> redirects;
   std::vector<int> tee;
   std::vector<bool> console_ranks;  // --local-ranks-filter: local ranks shown on the console; empty: all
-  std::string events_path;         // JSON lines; empty: none
+  std::string events_path;          // JSON lines; empty: none
   // Where this run records its processes for a successor to sweep (--rdzv-id without --log-dir);
   // empty: <run_dir>/processes.json.
   std::filesystem::path processes_file;
@@ -63,7 +63,7 @@ struct SupervisorConfig {
   // remove_run_dir run that recorded any keeps its run_dir and says where it is.
   std::vector<MetricPattern> metric_patterns;
   GpuWatchConfig gpu_watch;
-  bool virtual_local_rank = false;  // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
+  bool virtual_local_rank = false;             // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
   std::vector<std::vector<int>> cpu_affinity;  // --numa-binding: CPUs per local rank; empty: inherited
   // $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (launcher/rank_log_lines.hpp); empty: [rank N]: / [host:rank]:
   std::string line_prefix_template;
@@ -73,6 +73,12 @@ struct SupervisorConfig {
   // Log files under run_dir: a redirected or teed stream's per-rank files, or the filtered logs.
   bool writes_log_files() const;
 };
+
+struct SupervisorPolicy;  // launcher/supervisor_machine.hpp
+
+// The machine's policy from the config: restarts, grace, backoff; under a dynamic rendezvous a
+// failed group always rejoins (the round decides the charge) and the job ends at an exit barrier.
+SupervisorPolicy supervisor_policy(const SupervisorConfig& config);
 
 // The worker environment's input for one rank (restart_count: the attempt, or the dynamic
 // rendezvous' round; filestore: --store file's path, else ignored).

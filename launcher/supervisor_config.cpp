@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "launcher/supervisor.hpp"
+#include "launcher/supervisor_machine.hpp"
 
 namespace ddp::launcher {
 
@@ -20,6 +21,16 @@ bool SupervisorConfig::writes_log_files() const {
   };
   // torchrun's rule: a stream gets a file when redirected or teed; the filtered logs are files too.
   return any(redirects) || any(tee) || duplicate_filters.any();
+}
+
+SupervisorPolicy supervisor_policy(const SupervisorConfig& config) {
+  return SupervisorPolicy{.nproc = config.plan.nproc_per_node,
+                          .max_restarts = config.max_restarts,
+                          .shutdown_grace = config.shutdown_grace,
+                          .restart_backoff = config.restart_backoff,
+                          .max_backoff = std::chrono::milliseconds(10000),
+                          .defer_restart_charge = config.dynamic.has_value(),
+                          .exit_barrier = config.dynamic.has_value()};
 }
 
 WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssignment& ranks,

@@ -165,3 +165,31 @@ TEST_CASE("failure report: the error file is read with its time; none written, n
   CHECK(ev.error_file->message.rfind("KeyError: 'x'", 0) == 0);
   CHECK(ev.error_file_written.value_or(0) > 1.7e9);
 }
+
+TEST_CASE("failure report input: the machine's state, attempt, failures and what stopped the group") {
+  SupervisorPolicy policy;
+  policy.nproc = 2;
+  SupervisorMachine m(policy);
+  m.on(event::Start{});
+  m.on(event::RankExited{RankExit{1, 1001, 3, 0, kT}});
+  m.on(event::RankExited{RankExit{0, 1000, -1, SIGTERM, kT + 1}});
+  auto in = failure_report_input(m, true);
+  CHECK(in.final);
+  CHECK(in.state == m.state());
+  CHECK(in.attempt == 0);
+  CHECK(in.stop_signal == 0);  // a rank's failure stopped it
+  CHECK_FALSE(in.rendezvous_timed_out);
+  REQUIRE(in.failures.size() == m.failures().size());
+  CHECK(in.failures.front().exit.local_rank == 1);
+  REQUIRE(in.teardown_began.has_value());
+  CHECK(*in.teardown_began == kT);
+  CHECK(in.evidence.empty());  // the shell's part
+
+  SupervisorMachine s(policy);
+  s.on(event::Start{});
+  s.on(event::SignalReceived{SIGINT});
+  auto stopped = failure_report_input(s, false);
+  CHECK_FALSE(stopped.final);
+  CHECK(stopped.stop_signal == SIGINT);
+  CHECK(stopped.state == GroupState::Stopping);
+}

@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "launcher/rank_plan.hpp"
+#include "launcher/rendezvous_client_machine.hpp"
 #include "launcher/worker_env.hpp"
 
 using namespace ddp::launcher;
@@ -85,11 +86,11 @@ TEST_CASE("argv placeholders for ImageNet-style scripts") {
   in.ranks = plan_ranks({2, 1, 2, "default"})[0];
   in.master_addr = "10.1.2.3";
   in.master_port = 23456;
-  auto w = make_worker_launch(in, {"main.py", "--dist-url", "{dist_url}", "--dist-backend", "{backend}",
-                                   "--world-size", "{world_size}", "--rank", "{rank}", "--gpu={local_rank}",
-                                   "{{literal}}", "{\"json\": 1}"});
-  CHECK(w.argv == std::vector<std::string>{"main.py", "--dist-url", "tcp://10.1.2.3:23456", "--dist-backend",
-                                           "gloo", "--world-size", "4", "--rank", "2", "--gpu=0", "{literal}",
+  auto w = make_worker_launch(
+      in, {"main.py", "--dist-url", "{dist_url}", "--dist-backend", "{backend}", "--world-size", "{world_size}",
+           "--rank", "{rank}", "--gpu={local_rank}", "{{literal}}", "{\"json\": 1}"});
+  CHECK(w.argv == std::vector<std::string>{"main.py", "--dist-url", "tcp://10.1.2.3:23456", "--dist-backend", "gloo",
+                                           "--world-size", "4", "--rank", "2", "--gpu=0", "{literal}",
                                            "{\"json\": 1}"});
 }
 
@@ -144,8 +145,8 @@ TEST_CASE("batch placeholders: {per_rank_batch} {global_batch} {lr_scale} from t
   WorkerEnvInput in;
   in.ranks = plan_ranks({1, 0, 2, "default"})[1];
   in.base_env = {{"DDP_PER_RANK_BATCH", "128"}, {"DDP_GLOBAL_BATCH", "256"}, {"DDP_LR_SCALE", "2"}};
-  auto w = make_worker_launch(in, {"main.py", "-b", "{per_rank_batch}", "--global={global_batch}", "--lr-x",
-                                   "{lr_scale}"});
+  auto w =
+      make_worker_launch(in, {"main.py", "-b", "{per_rank_batch}", "--global={global_batch}", "--lr-x", "{lr_scale}"});
   CHECK(w.argv == std::vector<std::string>{"main.py", "-b", "128", "--global=256", "--lr-x", "2"});
 }
 
@@ -163,4 +164,29 @@ TEST_CASE("a batch placeholder without a batch policy names the flags that give 
       CHECK(msg.find(arg) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("a dynamic rendezvous round: the round's node rank, nodes, first rank and world; our processes") {
+  RankPlanInput configured{1, 0, 2, "trainer"};  // --nnodes 1:3 starts as node 0 of 1
+  RoundAssignment round;
+  round.round = 4;
+  round.node_rank = 1;
+  round.nnodes = 3;
+  round.rank_base = 3;   // node 0 runs 3 processes in this round
+  round.world_size = 7;  // 3 + 2 + 2
+  round.nproc = 2;
+  auto plan = plan_for_round(configured, round);
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].rank == 3);
+  CHECK(plan[1].rank == 4);
+  CHECK(plan[1].local_rank == 1);
+  CHECK(plan[1].world_size == 7);
+  CHECK(plan[1].local_world_size == 2);
+  CHECK(plan[1].group_rank == 1);
+  CHECK(plan[1].group_world_size == 3);
+  CHECK(plan[1].role == "trainer");
+  CHECK(plan[1].role_world_size == 7);
+
+  round.world_size = 4;  // a round whose ranks do not fit: the plan's own check names them
+  CHECK_THROWS_AS(plan_for_round(configured, round), ddp::UsageError);
 }

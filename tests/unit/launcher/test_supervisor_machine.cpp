@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "launcher/supervisor.hpp"
 #include "launcher/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
@@ -229,7 +230,7 @@ TEST_CASE("finishing: the last output drains, then the supervisor exits once") {
   CHECK(m.finish_stage() == FinishStage::NotFinishing);
   CHECK(get<action::Finish>(m.on(exited(0, 0))).exit_code == 0);
   CHECK(m.finish_stage() == FinishStage::Draining);
-  CHECK(m.on(exited(0, 0)).empty());               // a late reap changes nothing
+  CHECK(m.on(exited(0, 0)).empty());                // a late reap changes nothing
   CHECK(m.on(event::ExitBarrierPassed{}).empty());  // no barrier without a dynamic rendezvous
   CHECK(get<action::Exit>(m.on(event::OutputDrained{})).exit_code == 0);
   CHECK(m.finish_stage() == FinishStage::Exited);
@@ -261,7 +262,7 @@ TEST_CASE("finishing: a handled signal stops the waiting, at the barrier or duri
   m.on(event::OutputDrained{});
   CHECK(get<action::Exit>(m.on(event::SignalReceived{SIGTERM})).exit_code == 128 + SIGTERM);
   CHECK(m.finished_with() == 128 + SIGTERM);
-  CHECK(m.state() == GroupState::Succeeded);  // the group's outcome stays what it was
+  CHECK(m.state() == GroupState::Succeeded);        // the group's outcome stays what it was
   CHECK(m.on(event::ExitBarrierPassed{}).empty());  // the barrier's late answer: already gone
 
   SupervisorMachine d(policy(1));
@@ -269,4 +270,24 @@ TEST_CASE("finishing: a handled signal stops the waiting, at the barrier or duri
   d.on(exited(0, 0));
   CHECK(get<action::Exit>(d.on(event::SignalReceived{SIGINT})).exit_code == 128 + SIGINT);
   CHECK(d.on(event::OutputDrained{}).empty());
+}
+
+TEST_CASE("the policy from the config: static runs restart by the budget; a dynamic rendezvous rejoins") {
+  SupervisorConfig c;
+  c.plan.nproc_per_node = 3;
+  c.max_restarts = 2;
+  c.shutdown_grace = 7000ms;
+  c.restart_backoff = 250ms;
+  auto p = supervisor_policy(c);
+  CHECK(p.nproc == 3);
+  CHECK(p.max_restarts == 2);
+  CHECK(p.shutdown_grace == 7000ms);
+  CHECK(p.restart_backoff == 250ms);
+  CHECK(p.max_backoff == 10000ms);
+  CHECK_FALSE(p.defer_restart_charge);
+  CHECK_FALSE(p.exit_barrier);
+  c.dynamic = RendezvousConfig{};
+  auto d = supervisor_policy(c);
+  CHECK(d.defer_restart_charge);
+  CHECK(d.exit_barrier);
 }
