@@ -245,21 +245,41 @@ std::vector<launcher::GivenRunOption> given_run_options(const std::vector<Mirror
 }
 
 // A fresh file for a script that is only submitted (no --output-script).
+// In $TMPDIR (else /tmp), as any tool's temporary file.
 std::string temporary_script_path() {
-  char name[] = "/tmp/ddp-launch-sbatch-XXXXXX";
-  int fd = ::mkstemp(name);
-  if (fd < 0) throw Error(fmt::format("cannot create a temporary script file: {}", std::strerror(errno)));
+  std::string name = (std::filesystem::temp_directory_path() / "ddp-launch-sbatch-XXXXXX").string();
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    throw Error(
+        fmt::format("cannot create a temporary script file {}: {}; set TMPDIR to a writable directory or "
+                    "give --output-script FILE",
+                    name, std::strerror(errno)));
+  }
   ::close(fd);
   return name;
 }
 
-void write_script(const std::string& path, const std::string& text) {
-  {
-    std::ofstream f(path, std::ios::trunc);
-    f << text;
-    if (!f.flush()) throw UsageError(fmt::format("--output-script {}: cannot write it", path));
-  }
+// Empty when written; else why not.
+std::string try_write_script(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  if (!f.flush()) return errno ? std::strerror(errno) : "the write failed";
+  f.close();
   ::chmod(path.c_str(), 0755);
+  return "";
+}
+
+void write_script(const std::string& path, const std::string& temp, const std::string& text) {
+  errno = 0;
+  const std::string why = try_write_script(path, text);
+  if (why.empty()) return;
+  if (temp.empty()) throw UsageError(fmt::format("--output-script {}: cannot write it: {}", path, why));
+  std::error_code ec;
+  std::filesystem::remove(temp, ec);  // never a half-written script left behind
+  throw Error(
+      fmt::format("cannot write the temporary script {} for --submit: {}; free space there, set TMPDIR, "
+                  "or give --output-script FILE",
+                  temp, why));
 }
 
 // sbatch --parsable; the temporary script (empty: none) is removed whatever the outcome.
@@ -284,7 +304,7 @@ int deliver(const SbatchArgs& a, const std::string& text) {
     std::cout << text << std::flush;
     return 0;
   }
-  write_script(path, text);
+  write_script(path, temp, text);
   if (!a.submit) {
     spdlog::info("wrote {} (submit it with: sbatch {})", path, path);
     return 0;

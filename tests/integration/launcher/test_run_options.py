@@ -2,8 +2,11 @@
 rejects, torchrun flags new to ddp-launch with real torch 1.13 workers (--run-path,
 --shutdown-timeout), the interpreter chosen without --python, PET_* forms of our own flags, and the
 literal --rank warning."""
+import glob
 import json
 import os
+import resource
+import signal
 import socket
 import stat
 import subprocess
@@ -63,6 +66,26 @@ def test_sbatch_rejects_what_run_rejects():
                                 capture_output=True, text=True, timeout=30, env=clean_env())
             check(sb.returncode == 0 and os.path.exists(script), f"sbatch {options}: exit {sb.returncode}: {sb.stderr}")
             os.unlink(script)
+
+
+def test_sbatch_submit_leaves_no_half_written_temporary_script():
+    # --submit writes the script to a temporary file first; when that write fails (a full disk: here
+    # a 16-byte file size limit, SIGXFSZ ignored so the write returns EFBIG) the file was left behind
+    # and the error named --output-script, a flag the user did not give.
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+
+    with tempfile.TemporaryDirectory() as d:
+        pattern = ["/tmp/ddp-launch-sbatch-*", os.path.join(d, "ddp-launch-sbatch-*")]
+        before = {p for g in pattern for p in glob.glob(g)}
+        r = subprocess.run([DDP_LAUNCH, "sbatch", "--submit", "--nproc-per-node", "2", WORKER], capture_output=True,
+                           text=True, timeout=30, env={**clean_env(), "TMPDIR": d}, preexec_fn=small_files)
+        left = {p for g in pattern for p in glob.glob(g)} - before
+        check(r.returncode == 1, f"exit {r.returncode}, expected 1: {r.stderr}")
+        check(not left, f"temporary scripts left behind: {sorted(left)}")
+        for needle in ("cannot write the temporary script " + d, "File too large", "--output-script FILE", "TMPDIR"):
+            check(needle in r.stderr, f"{needle!r} not in {r.stderr!r}")
 
 
 def test_run_path_runs_the_script_with_runpy_like_torchrun():
@@ -257,6 +280,7 @@ def test_torch_rdzv_conf_keys_are_accepted_with_one_warning_each():
 if __name__ == "__main__":
     run_tests([
         test_sbatch_rejects_what_run_rejects,
+        test_sbatch_submit_leaves_no_half_written_temporary_script,
         test_run_path_runs_the_script_with_runpy_like_torchrun,
         test_interpreter_that_can_import_torch_is_chosen_and_named,
         test_environment_forms_of_global_batch_store_and_run_dir,
