@@ -23,7 +23,7 @@ FileWriter::FileId FileWriter::open(std::filesystem::path path, Mode mode, std::
   }
   std::lock_guard lock(mu_);
   const FileId id = files_.size();
-  files_.push_back(File{std::move(path), mode, std::move(on_error), stream});
+  files_.push_back(File{stream});
   if (!done_ && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
   return id;
 }

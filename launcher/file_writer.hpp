@@ -63,9 +63,6 @@ class FileWriter {
     std::string bytes;
   };
   struct File {
-    std::filesystem::path path;
-    Mode mode = Mode::Truncate;
-    std::function<void(int)> on_error;
     std::FILE* stream = nullptr;  // set by open(); then the writer thread's only
     std::size_t failed = 0;       // under mu_
   };
