@@ -102,7 +102,8 @@ std::optional<StragglerVerdict> StragglerDetector::on_step(int rank, double time
     me.paced.push_back(std::max(0.0, paced_time(rank, time_s).value_or(own)));
     if (me.own.size() > kWindow) me.own.pop_front();
     if (me.paced.size() > kWindow) me.paced.pop_front();
-    if (me.own.size() >= 3) {  // evidence from the third step on: decided by the first verdict
+    // Evidence from the third step on, from the ranks that waited (the last rank's readings agree).
+    if (me.own.size() >= 3 && me.own != me.paced) {
       me.unsteady_paced += median_deviation(me.paced);
       me.unsteady_own += median_deviation(me.own);
       ++me.windows;

@@ -39,7 +39,7 @@
 // that stops completely (no reports: the hang watchdog's business). Needs two ranks that report.
 // Ranks that never wait for each other and stay within one step of each other can read as lockstep
 // (always when they do not drift at all: their timestamps are exactly a DDP straggler's; in a
-// simulation of such ranks with ±20 % jitter and random start offsets, about 7 runs in 100): out of phase
+// simulation of such ranks with ±20 % jitter and random start offsets, 7 to 9 runs in 100): out of phase
 // by more than 40 % of a step (two ranks), the last one then reads as slow.
 #include <cstddef>
 #include <cstdint>
