@@ -1,7 +1,8 @@
 """Stragglers end to end (issue 13 item 4): real torch 1.13 gloo ranks in lockstep (an all_reduce
 every step, the step's metric line printed before it). A rank 0.3 s slower per step is reported
 (console warning, `straggler` event) within 20 steps and is not stopped; the same job balanced
-never is; `--straggler-threshold off` turns it off."""
+never is; an unchanged script's own lines (--metric) with two ranks work too; `--straggler-threshold
+off` turns it off."""
 import csv
 import os
 import subprocess
@@ -13,10 +14,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "straggler_worker.py")
 
 
-def run_job(d, *flags, worker_args=(), timeout=240):
+def run_job(d, *flags, worker_args=(), nproc=3, timeout=240):
     events = os.path.join(d, "events.jsonl")
     run_dir = os.path.join(d, "run")
-    r = subprocess.run([DDP_LAUNCH, "run", "--nproc-per-node", "3", "--python", PYTHON, "--events", events,
+    r = subprocess.run([DDP_LAUNCH, "run", "--nproc-per-node", str(nproc), "--python", PYTHON, "--events", events,
                         "--run-dir", run_dir, *flags, WORKER, *worker_args],
                        capture_output=True, text=True, timeout=timeout)
     return r, read_events(events), run_dir
@@ -60,6 +61,17 @@ def test_the_balanced_job_is_never_reported():
         check("straggler" not in r.stderr, f"a warning in a balanced job: {r.stderr[-3000:]}")
 
 
+def test_an_unchanged_scripts_own_lines_two_ranks():
+    # --metric's matches are the steps; with two ranks the median rate is their mean.
+    with tempfile.TemporaryDirectory() as d:
+        r, evs, _ = run_job(d, "--metric", r"loss=Loss ([0-9.]+)", nproc=2,
+                            worker_args=["--steps", "30", "--slow-rank", "0", "--plain"])
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}")
+        found = [e for e in evs if e["event"] == "straggler"]
+        check(len(found) == 1 and found[0]["rank"] == 0 and found[0]["ratio"] < 0.75, f"rank 0 reported once: {found}")
+        check("rank 0 is a straggler" in r.stderr, f"the warning: {r.stderr[-3000:]}")
+
+
 def test_threshold_off_reports_nothing():
     with tempfile.TemporaryDirectory() as d:
         r, evs, _ = run_job(d, "--straggler-threshold", "off", worker_args=["--steps", "25", "--slow-rank", "2"])
@@ -68,4 +80,4 @@ def test_threshold_off_reports_nothing():
 
 
 run_tests([test_a_rank_slowed_by_0_3_s_per_step_is_reported_within_20_steps, test_the_balanced_job_is_never_reported,
-           test_threshold_off_reports_nothing])
+           test_an_unchanged_scripts_own_lines_two_ranks, test_threshold_off_reports_nothing])
