@@ -195,6 +195,18 @@ struct GpuLowUtil {
                    field("mean_util", self.mean_util); field("seconds", self.seconds); field("message", self.message);)
 };
 
+// A rank that keeps the others waiting (launcher/straggler_detector.hpp): once per episode.
+struct Straggler {
+  static constexpr std::string_view kType = "straggler";
+  int attempt = 0, rank = 0;
+  double ratio = 0;          // its step rate ÷ the median step rate (under --straggler-threshold)
+  double median_step_s = 0;  // seconds per step at the median rate
+  double rank_step_s = 0;    // the rank's seconds per step
+  bool operator==(const Straggler&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("rank", self.rank); field("ratio", self.ratio);
+                   field("median_step_s", self.median_step_s); field("rank_step_s", self.rank_step_s);)
+};
+
 #undef DDP_EVENT_FIELDS
 
 // An event type this reader does not know (a newer writer's): its type and every field, kept.
@@ -206,7 +218,7 @@ struct Unknown {
 
 using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
                              FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Unknown>;
+                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, Unknown>;
 
 // One line of the stream.
 struct Event {

@@ -119,6 +119,17 @@ Command add_list_command(CLI::App& app) {
           }};
 }
 
+// One line per straggling rank of the latest run (its latest verdict); nothing when none.
+void print_stragglers(const json& job) {
+  for (const auto& s : job.value("stragglers", json::array())) {
+    std::cout << fmt::format(
+        "  straggler: rank {} at {:.2f}× the median step rate ({:.2f} s/step vs {:.2f} s/step), "
+        "attempt {}\n",
+        s["rank"].get<int>(), s["ratio"].get<double>(), s["rank_step_s"].get<double>(),
+        s["median_step_s"].get<double>(), s["attempt"].get<int>());
+  }
+}
+
 Command add_status_command(CLI::App& app) {
   auto* sub = app.add_subcommand("status", "Show one job of the daemon");
   auto socket = std::make_shared<std::string>();
@@ -139,6 +150,7 @@ Command add_status_command(CLI::App& app) {
             std::cout << fmt::format("  reason:    {}\n",
                                      text_or_dash(j.contains("pending_reason") ? j["pending_reason"] : j["reason"]));
             std::cout << fmt::format("  runs:      {} (restarts {})\n", j["runs"].get<int>(), j["restarts"].get<int>());
+            print_stragglers(j);
             if (j.value("executor", std::string("local")) == "slurm") {
               std::cout << fmt::format("  resources: {} node(s) x {} rank(s), on Slurm\n", j.value("nodes", 1),
                                        j["nproc_per_node"].get<int>());

@@ -29,6 +29,12 @@ std::string prometheus_text(const JobCounts& c, std::uint64_t http_requests_tota
              c.restarts_total);
   add_metric(out, "ddpd_jobs_submitted_total", "counter", "Jobs submitted.", c.submitted_total);
   add_metric(out, "ddpd_http_requests_total", "counter", "HTTP requests served.", http_requests_total);
+  out +=
+      "# HELP ddpd_job_straggler_ratio A straggling rank's step rate over the median rate of its job's ranks "
+      "(latest verdict; jobs not over).\n# TYPE ddpd_job_straggler_ratio gauge\n";
+  for (const auto& s : c.stragglers) {
+    out += fmt::format("ddpd_job_straggler_ratio{{job=\"{}\",rank=\"{}\"}} {:.4g}\n", s.job, s.rank, s.ratio);
+  }
   return out;
 }
 

@@ -15,6 +15,23 @@ namespace ddp::jobs {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+namespace {
+// The run's straggling ranks, each with its latest verdict (rank order).
+json stragglers_json(const RunMemory& run) {
+  json out = json::array();
+  for (const auto& [rank, seen] : run.stragglers) {
+    const auto& v = seen.verdict;
+    out.push_back({{"rank", rank},
+                   {"attempt", v.attempt},
+                   {"ratio", v.ratio},
+                   {"median_step_s", v.median_step_s},
+                   {"rank_step_s", v.rank_step_s},
+                   {"time", seen.time}});
+  }
+  return out;
+}
+}  // namespace
+
 json JobManager::to_json(const Job& job, bool detail) const {
   const auto& r = job.rec;
   json j{{"id", r.id},
@@ -42,6 +59,7 @@ json JobManager::to_json(const Job& job, bool detail) const {
   if (detail) {
     j["spec"] = r.spec_yaml;
     j["run_dir"] = r.run_dir;
+    j["stragglers"] = stragglers_json(job.run);
   }
   return j;
 }
@@ -137,6 +155,10 @@ JobCounts JobManager::counts() const {
   c.gpus_in_use = scheduler_.gpus_in_use();
   c.restarts_total = restarts_total_;
   c.submitted_total = submitted_total_;
+  for (const auto& [id, job] : jobs_) {
+    if (is_terminal(job->rec.state)) continue;
+    for (const auto& [rank, seen] : job->run.stragglers) c.stragglers.push_back({id, rank, seen.verdict.ratio});
+  }
   return c;
 }
 

@@ -71,6 +71,8 @@ void absorb_event(RunMemory& m, const events::Event& ev) {
   } else if (const auto* finished = ev.as<events::Finished>()) {
     m.finished_seen = true;
     m.finished_exit = finished->exit_code;
+  } else if (const auto* straggler = ev.as<events::Straggler>()) {
+    m.stragglers[straggler->rank] = {*straggler, ev.time};
   }
 }
 

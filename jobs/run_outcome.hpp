@@ -3,6 +3,7 @@
 // supervisor event into a RunMemory (live, and again when a restarted daemon replays the part of
 // the event file it had applied before), judges the run when it ends, and asks decide_retry
 // whether to launch it again.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,11 +22,19 @@ struct RunMemory {
   std::string first_failure;              // "rank 1 exited with code 3: ValueError: boom"
   std::string previous_failure;           // the attempt before a `restarting`: what it restarts after
   std::string end_reason;                 // how the executor saw the run end ("Slurm job 12 COMPLETED ...")
+  // The supervisor's straggler verdicts (launcher/straggler_detector.hpp): each rank's latest, and
+  // when it came (the event's time). Reported, not a failure: the job goes on.
+  struct StragglerSeen {
+    events::Straggler verdict;
+    double time = 0;
+  };
+  std::map<int, StragglerSeen> stragglers;  // rank → its latest verdict in this run
 };
 
 // Folds one supervisor event into `m`: rank_exited / root_cause (the failure; root_cause is the
 // verdict and replaces a rank_exited), restarting (a fresh attempt: the failure moves to
-// previous_failure), finished (the supervisor's exit code). Other events change nothing here.
+// previous_failure), finished (the supervisor's exit code), straggler (the rank's latest verdict).
+// Other events change nothing here.
 void absorb_event(RunMemory& m, const events::Event& ev);
 
 // The executor's own report of the end (no event stream: Slurm).

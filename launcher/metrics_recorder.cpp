@@ -50,6 +50,7 @@ void MetricsRecorder::on_line(int attempt, int rank, std::string_view line) {
   // Cheap for ordinary lines: no metric prefix and no user pattern means no work.
   for (const auto& row : extractor_.on_line(attempt, rank, line)) {
     ++worker_rows_;
+    if (on_worker_row) on_worker_row(row);
     record(row);
   }
 }

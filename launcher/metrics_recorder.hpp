@@ -4,6 +4,7 @@
 // so a slow disk never stalls the event loop (and, through full pipes, the workers). Rows beyond
 // its bound are counted and reported, not waited for.
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -36,6 +37,8 @@ class MetricsRecorder {
   void on_line(int attempt, int rank, std::string_view line);
   // A sample the supervisor took itself (GPU watch).
   void record(const MetricRow& row);
+  // Called with every row of a worker's line as it is read (the straggler watch); may be empty.
+  std::function<void(const MetricRow&)> on_worker_row;
 
   std::filesystem::path csv_path() const { return run_dir_ / "metrics.csv"; }
 

@@ -153,6 +153,10 @@ void add_our_flags(CLI::App* sub, RunArgs& a) {
       ->check(CLI::Range(0u, 100u))
       ->capture_default_str();
   sub->add_option("--gpu-low-window", a.gpu_low_window, "... for this long, e.g. 60s")->capture_default_str();
+  sub->add_option("--straggler-threshold", a.straggler_threshold,
+                  "Warn when a rank's step rate (from its step metric lines) stays under this × the median rate "
+                  "of all ranks for 10 steps (0 < R < 1), or off; the rank is not stopped")
+      ->capture_default_str();
   // Everything from the first positional on is the worker's command line, flags included.
   sub->prefix_command();
   sub->footer("Usage: ddp-launch run [options] SCRIPT [script args...]  (or PROGRAM [args] with --no-python)");

@@ -22,6 +22,7 @@
 #include "launcher/rank_log_lines.hpp"
 #include "launcher/rdzv_conf.hpp"
 #include "launcher/slurm.hpp"
+#include "launcher/straggler_detector.hpp"
 
 namespace ddp::launcher {
 namespace {
@@ -270,6 +271,7 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
   c.gpu_watch.interval = parse_duration(a.gpu_watch_interval, "--gpu-watch-interval");
   c.gpu_watch.low_util_percent = a.gpu_low_util;
   c.gpu_watch.low_window = parse_duration(a.gpu_low_window, "--gpu-low-window");
+  c.straggler_threshold = parse_straggler_threshold(a.straggler_threshold);
 }
 
 // --shutdown-grace, or torchrun's --shutdown-timeout / $TORCH_ELASTIC_SHUTDOWN_TIMEOUT.

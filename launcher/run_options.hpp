@@ -58,6 +58,7 @@ struct RunArgs {
   std::string gpu_watch_interval = "5s";
   unsigned gpu_low_util = 50;
   std::string gpu_low_window = "60s";
+  std::string straggler_threshold = "0.75";  // or "off"
   // Newer torchrun flags (torch 2.x).
   bool virtual_local_rank = false;
   std::string numa_binding;

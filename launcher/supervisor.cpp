@@ -72,7 +72,12 @@ class Supervisor {
             [this](const GpuSample& s) { on_gpu_sample(s); },
             [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) { on_gpu_low(s, a, text); }),
         master_addr_(config.master_addr),
-        node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {}
+        node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {
+    if (config.straggler_threshold) {
+      stragglers_.emplace(*config.straggler_threshold);
+      out_.metrics.on_worker_row = [this](const MetricRow& row) { on_metric_row(row); };
+    }
+  }
 
   int run() {
     // Handled from the start: a signal while the supervisor waits for a rendezvous round (before
@@ -482,6 +487,16 @@ class Supervisor {
     events_.emit(gpu_low_util_event(s, a, text));
   }
 
+  // launcher/straggler_detector.hpp: a rank the others wait for is reported, not stopped.
+  void on_metric_row(const MetricRow& row) {
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    auto v = stragglers_->on_row(row, now);
+    if (!v) return;
+    out_.console.write(stderr,
+                       fmt::format("[ddp-launch] warning: {}\n", straggler_warning(*v, stragglers_->threshold())));
+    events_.emit(straggler_event(row.attempt, *v));
+  }
+
   const SupervisorConfig& config_;
   std::vector<RankAssignment> plan_;
   SupervisorMachine machine_;
@@ -501,6 +516,7 @@ class Supervisor {
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
   GpuWatch gpu_watch_;
+  std::optional<StragglerWatch> stragglers_;
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{guardian_};
   bool stopping_announced_ = false;

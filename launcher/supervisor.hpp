@@ -63,6 +63,9 @@ struct SupervisorConfig {
   // remove_run_dir run that recorded any keeps its run_dir and says where it is.
   std::vector<MetricPattern> metric_patterns;
   GpuWatchConfig gpu_watch;
+  // --straggler-threshold: a rank whose step rate stays under this × the median is reported
+  // (launcher/straggler_detector.hpp); nullopt: off.
+  std::optional<double> straggler_threshold = 0.75;
   bool virtual_local_rank = false;             // --virtual-local-rank (WorkerEnvInput::virtual_local_rank)
   std::vector<std::vector<int>> cpu_affinity;  // --numa-binding: CPUs per local rank; empty: inherited
   // $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (launcher/rank_log_lines.hpp); empty: [rank N]: / [host:rank]:

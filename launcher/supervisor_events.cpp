@@ -63,4 +63,12 @@ events::GpuLowUtil gpu_low_util_event(const GpuSample& s, const LowUtilAlert& a,
                             .message = message};
 }
 
+events::Straggler straggler_event(int attempt, const StragglerVerdict& v) {
+  return events::Straggler{.attempt = attempt,
+                           .rank = v.rank,
+                           .ratio = v.ratio,
+                           .median_step_s = v.median_step_s,
+                           .rank_step_s = v.rank_step_s};
+}
+
 }  // namespace ddp::launcher

@@ -8,6 +8,7 @@
 #include "launcher/failure_report.hpp"
 #include "launcher/gpu_watch_core.hpp"
 #include "launcher/rendezvous_client_machine.hpp"
+#include "launcher/straggler_detector.hpp"
 #include "launcher/supervisor.hpp"
 
 namespace ddp::launcher {
@@ -30,5 +31,6 @@ events::RendezvousComplete rendezvous_complete_event(const RoundAssignment& roun
 events::RootCause root_cause_event(const RootCauseEvent& rc);
 events::GpuSample gpu_sample_event(const GpuSample& s);
 events::GpuLowUtil gpu_low_util_event(const GpuSample& s, const LowUtilAlert& a, const std::string& message);
+events::Straggler straggler_event(int attempt, const StragglerVerdict& v);
 
 }  // namespace ddp::launcher

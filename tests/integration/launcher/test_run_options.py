@@ -37,6 +37,8 @@ BAD_RUN_OPTIONS = [
     (["--lr-warmup-steps", "10"], "--lr-warmup-steps"),
     (["--numa-binding", "socket"], "--numa-binding socket: ddp-launch binds by 'node'"),
     (["--metric", "loss"], "--metric"),
+    (["--straggler-threshold", "1.5"], "--straggler-threshold 1.5 is out of range"),
+    (["--straggler-threshold", "fast"], "--straggler-threshold 'fast' is not a number"),
 ]
 
 

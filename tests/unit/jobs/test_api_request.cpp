@@ -81,4 +81,14 @@ TEST_CASE("Prometheus text: every series with its HELP and TYPE") {
     CAPTURE(line);
     CHECK(text.find(line) != std::string::npos);
   }
+  CHECK(text.find("# TYPE ddpd_job_straggler_ratio gauge\n") != std::string::npos);
+  CHECK(text.find("ddpd_job_straggler_ratio{") == std::string::npos);  // none straggling
+}
+
+TEST_CASE("Prometheus text: a straggling rank's ratio, labelled with its job and rank") {
+  JobCounts c;
+  c.stragglers = {{3, 1, 0.4123456}, {12, 0, 0.5}};
+  auto text = prometheus_text(c, 0);
+  CHECK(text.find("ddpd_job_straggler_ratio{job=\"3\",rank=\"1\"} 0.4123\n") != std::string::npos);
+  CHECK(text.find("ddpd_job_straggler_ratio{job=\"12\",rank=\"0\"} 0.5\n") != std::string::npos);
 }

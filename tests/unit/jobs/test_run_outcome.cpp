@@ -105,3 +105,19 @@ TEST_CASE("an executor's own end report (Slurm) counts as the finish") {
   absorb_executor_end(ok, true, 0, "Slurm job 13 COMPLETED");
   CHECK(judge_run(ok, RunEnd{}).text == "Slurm job 13 COMPLETED");
 }
+
+TEST_CASE("straggler verdicts: each rank's latest, kept across restarts of the run, never a failure") {
+  RunMemory m;
+  absorb_event(m, {ev::Straggler{0, 1, 0.5, 0.1, 0.2}, 10.0});
+  absorb_event(m, {ev::Straggler{0, 2, 0.6, 0.1, 0.17}, 11.0});
+  absorb_event(m, {ev::Restarting{1, 0}, 12.0});
+  absorb_event(m, {ev::Straggler{1, 1, 0.3, 0.1, 0.33}, 13.0});
+  REQUIRE(m.stragglers.size() == 2);
+  CHECK(m.stragglers.at(1).verdict == ev::Straggler{1, 1, 0.3, 0.1, 0.33});
+  CHECK(m.stragglers.at(1).time == 13.0);
+  CHECK(m.stragglers.at(2).verdict.ratio == 0.6);
+  CHECK(m.first_failure.empty());
+  CHECK_FALSE(m.first_failure_code);
+  absorb_event(m, {finished(0)});
+  CHECK(judge_run(m, RunEnd{exited(0), std::nullopt, 1, "/r"}).succeeded);
+}

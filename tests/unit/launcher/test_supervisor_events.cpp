@@ -89,3 +89,10 @@ TEST_CASE("supervisor events: GPU samples in MiB, a low-utilisation alert in sec
   CHECK(j == json::parse(R"({"event":"gpu_low_util","rank":3,"local_rank":1,"device":"0","mean_util":12.5,
       "seconds":1.5,"message":"rank 3 is idle"})"));
 }
+
+TEST_CASE("straggler: the attempt and the verdict's rank, ratio and both step times") {
+  auto j =
+      fields(straggler_event(2, StragglerVerdict{.rank = 1, .ratio = 0.25, .median_step_s = 0.1, .rank_step_s = 0.4}));
+  CHECK(j == json::parse(R"({"event":"straggler","attempt":2,"rank":1,"ratio":0.25,"median_step_s":0.1,
+      "rank_step_s":0.4})"));
+}
