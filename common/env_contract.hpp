@@ -30,6 +30,14 @@ inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HA
 inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";  // 2.x
 // Forced to 1 when unset and several ranks share a node (torchrun does the same).
 inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
+// Hang forensics (launcher/hang_forensics.hpp), each set only when the user left it unset:
+// Python workers dump every thread's traceback to stderr on SIGABRT (and SIGSEGV, ...).
+inline constexpr std::string_view kPythonFaultHandler = "PYTHONFAULTHANDLER";
+// NCCL jobs: torch's flight recorder (ProcessGroupNCCL) keeps the last N collectives, dumps them
+// on a timeout or when the store key `exception_dump` appears, one file per rank: <prefix><rank>.
+inline constexpr std::string_view kTorchNcclTraceBufferSize = "TORCH_NCCL_TRACE_BUFFER_SIZE";
+inline constexpr std::string_view kTorchNcclDumpOnTimeout = "TORCH_NCCL_DUMP_ON_TIMEOUT";
+inline constexpr std::string_view kTorchNcclDebugInfoTempFile = "TORCH_NCCL_DEBUG_INFO_TEMP_FILE";
 // gloo's interface. Without it gloo advertises the address the host name resolves to; with several
 // nodes, when that is a loopback address, the supervisor sets it (if unset) to the interface that
 // reaches the rendezvous store.
