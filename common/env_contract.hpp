@@ -70,6 +70,12 @@ inline constexpr std::string_view kLrWarmupSteps = "DDP_LR_WARMUP_STEPS";
 // rank in <run_dir>/metrics.csv. Spelled here so the SDK and the supervisor agree.
 inline constexpr std::string_view kMetricLinePrefix = "@ddp-metric ";
 
+// --- the worker SDK's SIGABRT backtrace (worker/stack_dump.hpp) on stderr, between these two
+// lines, glibc's backtrace_symbols_fd format in between; the hang forensics parse it
+// (launcher/stack_report.hpp). Spelled here so the SDK and the supervisor agree.
+inline constexpr std::string_view kAbortBacktraceBegin = "ddp-worker: SIGABRT backtrace";
+inline constexpr std::string_view kAbortBacktraceEnd = "ddp-worker: end of backtrace";
+
 // --- Slurm: read by `ddp-launch run` under srun (launcher/slurm.hpp), never set by us ---
 inline constexpr std::string_view kSlurmPrefix = "SLURM_";
 inline constexpr std::string_view kSlurmJobId = "SLURM_JOB_ID";

@@ -242,7 +242,10 @@ bool is_user_frame(const StackFrame& frame, StackSource source) {
       return !contains(file, "/site-packages/") && !contains(file, "/dist-packages/") &&
              !contains(file, "/lib/python") && !contains(file, "/torch/");
     case StackSource::Gdb:
-      return frame.line > 0 && file.starts_with('/') && !file.starts_with("/usr/");
+      // glibc's own sources show as "./nptl/…" or "../sysdeps/…"; a build's relative paths
+      // ("../src/train.cpp", as Ninja compiles them) are the program's.
+      return frame.line > 0 && !file.empty() && !file.starts_with("/usr/") && !file.starts_with("./") &&
+             !contains(file, "sysdeps/");
     case StackSource::SdkHandler: {
       std::string_view fn = frame.function;
       return !fn.empty() && !contains(basename_of(file), ".so") && !fn.starts_with("std::") &&

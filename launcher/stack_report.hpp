@@ -34,6 +34,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/env_contract.hpp"
+
 namespace ddp::launcher {
 
 struct StackFrame {
@@ -64,8 +66,8 @@ std::vector<ThreadStack> parse_sdk_backtrace(std::string_view text);
 std::vector<ThreadStack> parse_stacks(StackSource source, std::string_view text);
 
 // The worker SDK's markers around its backtrace (worker/stack_dump.cpp writes them).
-inline constexpr std::string_view kSdkBacktraceBegin = "ddp-worker: SIGABRT backtrace";
-inline constexpr std::string_view kSdkBacktraceEnd = "ddp-worker: end of backtrace";
+inline constexpr std::string_view kSdkBacktraceBegin = env::kAbortBacktraceBegin;
+inline constexpr std::string_view kSdkBacktraceEnd = env::kAbortBacktraceEnd;
 
 // One rank's stacks, or why it has none.
 struct RankStacks {

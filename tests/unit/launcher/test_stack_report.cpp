@@ -174,6 +174,8 @@ TEST_CASE("user frames: not torch, packages, the standard library, system header
   CHECK(!is_user_frame({"f", "/venv/lib/python3.11/site-packages/x.py", 1}, StackSource::Faulthandler));
   CHECK(!is_user_frame({"f", "/src/pytorch/torch/nn/modules/module.py", 1}, StackSource::Faulthandler));
   CHECK(is_user_frame({"f", "/w/a.cpp", 3}, StackSource::Gdb));
+  CHECK(is_user_frame({"f", "../tests/a.cpp", 3}, StackSource::Gdb));  // Ninja's relative paths
+  CHECK(!is_user_frame({"f", "../sysdeps/unix/sysv/linux/clock_nanosleep.c", 3}, StackSource::Gdb));
   CHECK(!is_user_frame({"f", "/usr/include/c++/12/bits/std_mutex.h", 3}, StackSource::Gdb));
   CHECK(!is_user_frame({"f", "./nptl/pthread_cond_wait.c", 3}, StackSource::Gdb));
   CHECK(!is_user_frame({"f", "/lib/x86_64-linux-gnu/libc.so.6", 0}, StackSource::Gdb));
