@@ -303,6 +303,7 @@ void HangForensics::Collection::build_from_capture(TargetState& ts) {
   if (!ts.capture) return;
   for (const auto& line : ts.capture->lines) ts.stacks.raw += line + "\n";
   if (ts.t.output && ts.t.output->err.capture == ts.capture) ts.t.output->err.capture = nullptr;
+  ts.capture->on_end = nullptr;  // it holds this collection: no cycle left behind
   ts.stacks.threads = parse_stacks(ts.stacks.source, ts.stacks.raw);
   if (!ts.stacks.threads.empty() || !ts.stacks.missing.empty()) return;
   const bool late = !ts.done;
@@ -324,7 +325,9 @@ void HangForensics::Collection::abandon() {
   poll.cancel();
   for (auto& ts : targets) {
     stop_gdb(*ts, "abandoned");
-    if (ts->capture && ts->t.output && ts->t.output->err.capture == ts->capture) ts->t.output->err.capture = nullptr;
+    if (!ts->capture) continue;
+    if (ts->t.output && ts->t.output->err.capture == ts->capture) ts->t.output->err.capture = nullptr;
+    ts->capture->on_end = nullptr;
   }
 }
 
