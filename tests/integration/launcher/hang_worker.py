@@ -1,5 +1,6 @@
-# A 2-rank gloo job that hangs at step 5: rank 1 sleeps in load_batch, rank 0 blocks in all_reduce
-# waiting for it. Each rank prints "ready" just before it blocks (for the hang forensics' tests).
+# A gloo job that hangs at step 5: rank 1 sleeps in load_batch, every other rank blocks in
+# all_reduce waiting for it. Each rank prints "ready" just before it blocks (for the hang
+# forensics' tests).
 import time
 
 import torch
@@ -17,7 +18,7 @@ def main():
     dist.init_process_group("gloo")
     for step in range(10):
         batch = load_batch(step)
-        if dist.get_rank() == 0 and step == 5:
+        if dist.get_rank() != 1 and step == 5:
             print("ready", flush=True)
         dist.all_reduce(batch)
     dist.destroy_process_group()
