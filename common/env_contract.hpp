@@ -30,6 +30,14 @@ inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HA
 inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";  // 2.x
 // Forced to 1 when unset and several ranks share a node (torchrun does the same).
 inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
+// Hang forensics (launcher/hang_forensics.hpp), each set only when the user left it unset:
+// Python workers dump every thread's traceback to stderr on SIGABRT (and SIGSEGV, ...).
+inline constexpr std::string_view kPythonFaultHandler = "PYTHONFAULTHANDLER";
+// NCCL jobs: torch's flight recorder (ProcessGroupNCCL) keeps the last N collectives, dumps them
+// on a timeout or when the store key `exception_dump` appears, one file per rank: <prefix><rank>.
+inline constexpr std::string_view kTorchNcclTraceBufferSize = "TORCH_NCCL_TRACE_BUFFER_SIZE";
+inline constexpr std::string_view kTorchNcclDumpOnTimeout = "TORCH_NCCL_DUMP_ON_TIMEOUT";
+inline constexpr std::string_view kTorchNcclDebugInfoTempFile = "TORCH_NCCL_DEBUG_INFO_TEMP_FILE";
 // gloo's interface. Without it gloo advertises the address the host name resolves to; with several
 // nodes, when that is a loopback address, the supervisor sets it (if unset) to the interface that
 // reaches the rendezvous store.
@@ -61,6 +69,12 @@ inline constexpr std::string_view kLrWarmupSteps = "DDP_LR_WARMUP_STEPS";
 // stdout (keys [A-Za-z_][A-Za-z0-9_.]*, values decimal numbers); the supervisor keeps them per
 // rank in <run_dir>/metrics.csv. Spelled here so the SDK and the supervisor agree.
 inline constexpr std::string_view kMetricLinePrefix = "@ddp-metric ";
+
+// --- the worker SDK's SIGABRT backtrace (worker/stack_dump.hpp) on stderr, between these two
+// lines, glibc's backtrace_symbols_fd format in between; the hang forensics parse it
+// (launcher/stack_report.hpp). Spelled here so the SDK and the supervisor agree.
+inline constexpr std::string_view kAbortBacktraceBegin = "ddp-worker: SIGABRT backtrace";
+inline constexpr std::string_view kAbortBacktraceEnd = "ddp-worker: end of backtrace";
 
 // --- Slurm: read by `ddp-launch run` under srun (launcher/slurm.hpp), never set by us ---
 inline constexpr std::string_view kSlurmPrefix = "SLURM_";

@@ -68,6 +68,36 @@ void Console::loop() {
   }
 }
 
+std::shared_ptr<StreamCapture> capture_stream(RankStream& s, std::function<void()> on_end) {
+  auto c = std::make_shared<StreamCapture>();
+  c->on_end = std::move(on_end);
+  c->ended = !s.open;
+  s.capture = c;
+  return c;
+}
+
+namespace {
+
+void end_capture(RankStream& s) {
+  if (!s.capture || s.capture->ended) return;
+  auto c = std::exchange(s.capture, nullptr);
+  c->ended = true;
+  if (c->on_end) c->on_end();
+}
+
+void capture_line(RankStream& s, const std::string& line) {
+  auto& c = *s.capture;
+  if (c.ended) return;
+  if (c.bytes + line.size() > StreamCapture::kMaxBytes) {
+    ++c.dropped;
+    return;
+  }
+  c.bytes += line.size();
+  c.lines.push_back(line);
+}
+
+}  // namespace
+
 void RankOutput::stop_reading() {
   boost::system::error_code ec;
   out.pipe.close(ec);
@@ -122,6 +152,7 @@ void LogRouter::on_read_done(RankOutput& r, RankStream& s, FILE* console, boost:
   if (auto last = s.lines.finish()) on_line(r, s, console, std::move(*last));
   if (s.file) files_.close(*std::exchange(s.file, std::nullopt));
   s.open = false;
+  end_capture(s);
   on_stream_end_();
 }
 
@@ -140,6 +171,7 @@ void LogRouter::on_read(RankOutput& r, RankStream& s, FILE* console, std::size_t
 
 void LogRouter::on_line(RankOutput& r, RankStream& s, FILE* console, std::string line) {
   const bool is_stderr = &s == &r.err;
+  if (s.capture) capture_line(s, line);
   if (is_stderr) {
     r.last_stderr.push_back(line);
     if (r.last_stderr.size() > RankOutput::kLastStderrLines) r.last_stderr.pop_front();

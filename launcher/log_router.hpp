@@ -16,6 +16,7 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -62,6 +63,18 @@ class Console {
   std::thread thread_;
 };
 
+// The whole lines a rank writes to one stream after a mark, until the stream ends (EOF, or its pipe
+// closed): how the hang forensics read the traceback faulthandler writes to stderr on SIGABRT. The
+// stream is routed as usual meanwhile (console, -r/-t files): a redirected stderr is captured too.
+struct StreamCapture {
+  static constexpr std::size_t kMaxBytes = 8u << 20;  // beyond it lines are dropped and counted
+  std::vector<std::string> lines;
+  std::size_t bytes = 0;
+  std::size_t dropped = 0;
+  bool ended = false;            // the stream reached its end (set before on_end runs)
+  std::function<void()> on_end;  // once, at the end; not when the stream had ended before the mark
+};
+
 struct RankStream {
   explicit RankStream(boost::asio::io_context& io) : pipe(io) {}
   boost::asio::posix::stream_descriptor pipe;  // the read end
@@ -70,7 +83,12 @@ struct RankStream {
   bool open = true;
   bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
   std::optional<FileWriter::FileId> file;
+  std::shared_ptr<StreamCapture> capture;  // set by capture_stream
 };
+
+// Starts capturing `s`'s lines from now on (a capture already running is replaced). A stream that
+// has ended already gives a capture that is `ended` at once.
+std::shared_ptr<StreamCapture> capture_stream(RankStream& s, std::function<void()> on_end);
 
 // One rank's output, as routed and as remembered.
 struct RankOutput {

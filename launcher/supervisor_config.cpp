@@ -1,5 +1,6 @@
 // SupervisorConfig's pure members (the config is built by launcher/run_options.cpp, in the core).
 #include <algorithm>
+#include <filesystem>
 
 #include "launcher/supervisor.hpp"
 #include "launcher/supervisor_machine.hpp"
@@ -49,6 +50,10 @@ WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssign
   if (config.store_mode == StoreMode::File) in.filestore_path = filestore;
   in.base_env = config.base_env;
   in.virtual_local_rank = config.virtual_local_rank;
+  // The error file is <run_dir>/attempt_N/<local_rank>/error.json: the dumps go beside the ranks' dirs.
+  if (!error_file.empty()) {
+    in.nccl_trace_prefix = (std::filesystem::path(error_file).parent_path().parent_path() / "nccl_trace_rank_").string();
+  }
   return in;
 }
 

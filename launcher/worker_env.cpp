@@ -98,6 +98,27 @@ std::optional<std::string> omp_threads_default(const EnvMap& base_env, int local
   return std::nullopt;
 }
 
+bool uses_nccl(std::string_view backend, const EnvMap& base_env) {
+  if (backend == "nccl") return true;
+  for (const auto& [name, value] : base_env) {
+    if (name.starts_with("NCCL_") || name.starts_with("TORCH_NCCL_")) return true;
+  }
+  return false;
+}
+
+EnvMap hang_forensics_env(const WorkerEnvInput& in) {
+  EnvMap out;
+  auto set_unset = [&](std::string_view name, std::string value) {
+    if (!in.base_env.count(std::string(name))) out[std::string(name)] = std::move(value);
+  };
+  set_unset(env::kPythonFaultHandler, "1");
+  if (!uses_nccl(in.backend, in.base_env)) return out;
+  set_unset(env::kTorchNcclTraceBufferSize, "2000");
+  set_unset(env::kTorchNcclDumpOnTimeout, "1");
+  if (!in.nccl_trace_prefix.empty()) set_unset(env::kTorchNcclDebugInfoTempFile, in.nccl_trace_prefix);
+  return out;
+}
+
 WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std::string>& argv_template) {
   WorkerLaunch out;
   out.env = in.base_env;
@@ -124,6 +145,7 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
     if (!in.base_env.count(std::string(name))) set(name, "1");
   }
   if (auto omp = omp_threads_default(in.base_env, r.local_world_size)) set(env::kOmpNumThreads, *omp);
+  for (auto& [name, value] : hang_forensics_env(in)) set(name, std::move(value));
   if (in.virtual_local_rank) {
     set(env::kLocalRank, "0");
     set(env::kCudaVisibleDevices, visible_device_of(in.base_env, r.local_rank));

@@ -30,6 +30,9 @@ struct WorkerEnvInput {
   // torchrun's --virtual-local-rank (torch 2.x): LOCAL_RANK=0, CUDA_VISIBLE_DEVICES = this rank's
   // device only (its entry of the inherited list, else its local rank).
   bool virtual_local_rank = false;
+  // NCCL's flight-recorder dumps go to <this><rank> (TORCH_NCCL_DEBUG_INFO_TEMP_FILE):
+  // <run_dir>/attempt_N/nccl_trace_rank_. Empty: the variable is left alone.
+  std::string nccl_trace_prefix;
 };
 
 struct WorkerLaunch {
@@ -49,6 +52,15 @@ const std::vector<std::pair<std::string_view, std::string_view>>& batch_placehol
 // Expands placeholders in one argument. An unknown {name} is a ddp::UsageError listing the known
 // ones; a batch placeholder without a batch policy is one naming --global-batch/--per-rank-batch.
 std::string expand_placeholders(std::string_view arg, const std::map<std::string, std::string>& values);
+
+// Whether the job uses NCCL: --backend nccl, or the user set NCCL's or torch's NCCL variables.
+bool uses_nccl(std::string_view backend, const EnvMap& base_env);
+
+// What the hang forensics need in a worker's environment, for variables the user left unset:
+// PYTHONFAULTHANDLER=1 (a SIGABRT dumps every Python thread's traceback to stderr), and for NCCL
+// jobs the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1,
+// TORCH_NCCL_DEBUG_INFO_TEMP_FILE=nccl_trace_prefix (when given).
+EnvMap hang_forensics_env(const WorkerEnvInput& in);
 
 WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std::string>& argv_template);
 

@@ -20,6 +20,7 @@
 
 #include "common/error.hpp"
 #include "worker/error_file.hpp"
+#include "worker/stack_dump.hpp"
 
 namespace ddp::worker {
 
@@ -205,6 +206,7 @@ namespace {
 }  // namespace
 
 int run_main(const std::function<int()>& main) {
+  install_abort_backtrace();  // the hang forensics' fallback where gdb cannot read this process
   try {
     return main();
   } catch (const c10::Error& e) {

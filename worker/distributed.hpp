@@ -89,7 +89,8 @@ std::uint64_t parameter_hash(torch::nn::Module& module);
 // logged to stderr and written to TORCHELASTIC_ERROR_FILE (when set), and the process ends at
 // once with _Exit(1) (2 for ddp::UsageError). A ProcessGroup unwound by that exception keeps its
 // connections open until then, so the peers fail after this rank has exited and the supervisor
-// names this rank as the root cause. Returns main's own exit code otherwise.
+// names this rank as the root cause. Returns main's own exit code otherwise. It also installs the
+// SIGABRT backtrace (stack_dump.hpp) for the supervisor's hang forensics.
 int run_main(const std::function<int()>& main);
 
 }  // namespace ddp::worker

@@ -536,6 +536,7 @@ TEST_CASE("worker_env_input: one rank's input from the config, the store and the
   CHECK(in.filestore_path.empty());  // only with --store file
   CHECK(in.base_env.at("HOME") == "/root");
   CHECK(in.virtual_local_rank);
+  CHECK(in.nccl_trace_prefix == "/run/attempt_2/nccl_trace_rank_");  // beside the ranks' dirs
   c.store_mode = ddp::launcher::StoreMode::File;
   auto file = ddp::launcher::worker_env_input(c, r, "10.0.0.1", 29500, 0, "e", "/tmp/fs");
   CHECK_FALSE(file.use_agent_store);
