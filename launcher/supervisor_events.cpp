@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/exit_status.hpp"
+#include "common/signals.hpp"
 
 namespace ddp::launcher {
 
@@ -61,6 +62,15 @@ events::GpuLowUtil gpu_low_util_event(const GpuSample& s, const LowUtilAlert& a,
                             .mean_util = a.mean_util,
                             .seconds = std::chrono::duration<double>(a.lasted).count(),
                             .message = message};
+}
+
+events::TimerExpired timer_expired_event(int attempt, const TimerExpiry& e) {
+  return events::TimerExpired{.attempt = attempt,
+                              .rank = e.rank,
+                              .pid = e.pid,
+                              .scope_id = e.scope_id,
+                              .deadline = e.expiration_time,
+                              .signal = e.signal > 0 ? std::optional(sig::signal_name(e.signal)) : std::nullopt};
 }
 
 }  // namespace ddp::launcher

@@ -89,3 +89,11 @@ TEST_CASE("supervisor events: GPU samples in MiB, a low-utilisation alert in sec
   CHECK(j == json::parse(R"({"event":"gpu_low_util","rank":3,"local_rank":1,"device":"0","mean_util":12.5,
       "seconds":1.5,"message":"rank 3 is idle"})"));
 }
+
+TEST_CASE("supervisor events: timer_expired names the pid, its rank, the scope, the deadline and the signal") {
+  TimerExpiry e{.pid = 4242, .rank = 1, .scope_id = "/w/train.py#12", .expiration_time = 1796318085.25, .signal = 9};
+  CHECK(fields(timer_expired_event(0, e)) == json::parse(R"({"event":"timer_expired","attempt":0,"rank":1,"pid":4242,
+      "scope_id":"/w/train.py#12","deadline":1796318085.25,"signal":"SIGKILL"})"));
+  e.signal = 0;
+  CHECK(fields(timer_expired_event(2, e))["signal"].is_null());
+}
