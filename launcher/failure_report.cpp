@@ -31,19 +31,27 @@ std::string how_it_ended(const AttributedFailure& a, const RankEvidence* ev) {
   const RankExit& x = a.exit;
   std::string how = describe_exit(ExitStatus::of(x.exit_code, x.signal), ev ? ev->oom : std::nullopt);
   if (ev && ev->timer_kill) {
-    how += fmt::format(" (the torch elastic timer sent {}: scope {} missed its deadline {})",
-                       sig::signal_name(ev->timer_kill->signal), ev->timer_kill->scope_id,
-                       clock_time(ev->timer_kill->deadline));
+    const auto& t = *ev->timer_kill;
+    auto to = t.pid != 0 && t.pid != x.pid ? fmt::format(" to its process {}", t.pid) : std::string();
+    how += fmt::format(" (the torch elastic timer sent {}{}: scope {} missed its deadline {})",
+                       sig::signal_name(t.signal), to, t.scope_id, clock_time(t.deadline));
   }
   if (a.role != FailureRole::Original) how += fmt::format(" ({})", failure_role_name(a.role));
   return how;
 }
 
 std::string timer_details(const TimerKillEvidence& t) {
-  return fmt::format(
+  auto out = fmt::format(
       "    torch elastic timer: the `with expires(...)` block at {} did not finish by {}; {} sent at {} "
       "({:.2f} s later)\n",
       t.scope_id, clock_time(t.deadline), sig::signal_name(t.signal), clock_time(t.sent_at), t.sent_at - t.deadline);
+  // torch 1.13's expires() names its default scope after the frame above its own: contextlib's.
+  if (t.scope_id.find("contextlib.py#") != std::string::npos) {
+    out +=
+        "    (that is torch's default scope, which names contextlib, not your code: pass scope=\"...\" to "
+        "expires() to name the block)\n";
+  }
+  return out;
 }
 
 // The root cause's own words: its error file, its last stderr lines, a hint.

@@ -25,6 +25,7 @@ struct TimerKillEvidence {
   double deadline = 0;   // seconds since the epoch
   int signal = 0;
   double sent_at = 0;  // when the supervisor sent the signal
+  int pid = 0;         // the process signalled: the rank's worker, or a process it started
 };
 
 // What the shell knows of one failed rank's worker.
