@@ -8,9 +8,10 @@
 //   sees end-of-file when the last writer closes, so readiness means data (no spinning on EOF).
 // - One steady_timer, armed for the earliest deadline only: no wake-up while nothing is due.
 // - On expiry the request's pid gets the request's signal, and nothing else does: unlike torch's
-//   FileTimerServer (2.x), the supervisor never signals itself. Only a live worker of the current
-//   attempt or a descendant of one is signalled (`Hooks::rank_of`); a request naming any other pid
-//   is ignored, since anyone who can open the FIFO could otherwise make the supervisor kill it.
+//   FileTimerServer in later releases, the supervisor never signals itself. Only a live worker of
+//   the current attempt or a descendant of one is signalled (`Hooks::rank_of`); a request naming
+//   any other pid is ignored, since anyone who can open the FIFO could otherwise make the
+//   supervisor kill it.
 // - A malformed or oversized request is logged once per sender and skipped, never fatal.
 #include <sys/types.h>
 
