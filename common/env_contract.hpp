@@ -24,6 +24,10 @@ inline constexpr std::string_view kRunId = "TORCHELASTIC_RUN_ID";
 // Exactly "True" makes workers use the agent's store as a plain client.
 inline constexpr std::string_view kUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
 inline constexpr std::string_view kErrorFile = "TORCHELASTIC_ERROR_FILE";
+// torch's elastic file timer (launcher/file_timer.hpp): exactly "1" in the supervisor's environment
+// makes it serve the FIFO torch's FileTimerClient writes to; the FIFO's path, exported to the workers.
+inline constexpr std::string_view kEnableFileTimer = "TORCHELASTIC_ENABLE_FILE_TIMER";
+inline constexpr std::string_view kTimerFile = "TORCHELASTIC_TIMER_FILE";
 
 // Set to 1 unless the user set them: NCCL tears down a hung collective instead of hanging.
 inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HANDLING";  // torch 1.13

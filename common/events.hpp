@@ -207,6 +207,19 @@ struct Straggler {
                    field("median_step_s", self.median_step_s); field("rank_step_s", self.rank_step_s);)
 };
 
+// torch's elastic file timer (TORCHELASTIC_ENABLE_FILE_TIMER=1): a worker's `with expires(after=N)`
+// block passed its deadline; the supervisor signalled that pid (a rank's worker or its descendant).
+struct TimerExpired {
+  static constexpr std::string_view kType = "timer_expired";
+  int attempt = 0, rank = 0, pid = 0;
+  std::string scope_id;
+  double deadline = 0;                // seconds since the epoch
+  std::optional<std::string> signal;  // "SIGKILL"; null: the request asked for none (signal <= 0)
+  bool operator==(const TimerExpired&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("rank", self.rank); field("pid", self.pid);
+                   field("scope_id", self.scope_id); field("deadline", self.deadline); field("signal", self.signal);)
+};
+
 #undef DDP_EVENT_FIELDS
 
 // An event type this reader does not know (a newer writer's): its type and every field, kept.
@@ -218,7 +231,7 @@ struct Unknown {
 
 using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
                              FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, Unknown>;
+                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, Unknown>;
 
 // One line of the stream.
 struct Event {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -21,16 +22,42 @@ std::string heading(const FailureReportInput& in) {
                   : fmt::format("ddp-launch: attempt {} failed", in.attempt);
 }
 
+std::string clock_time(double t) {
+  auto ms = std::llround(t * 1000);
+  return fmt::format("{:%H:%M:%S}.{:03d}", fmt::localtime(static_cast<std::time_t>(ms / 1000)), ms % 1000);
+}
+
 std::string how_it_ended(const AttributedFailure& a, const RankEvidence* ev) {
   const RankExit& x = a.exit;
   std::string how = describe_exit(ExitStatus::of(x.exit_code, x.signal), ev ? ev->oom : std::nullopt);
+  if (ev && ev->timer_kill) {
+    const auto& t = *ev->timer_kill;
+    auto to = t.pid != 0 && t.pid != x.pid ? fmt::format(" to its process {}", t.pid) : std::string();
+    how += fmt::format(" (the torch elastic timer sent {}{}: scope {} missed its deadline {})",
+                       sig::signal_name(t.signal), to, t.scope_id, clock_time(t.deadline));
+  }
   if (a.role != FailureRole::Original) how += fmt::format(" ({})", failure_role_name(a.role));
   return how;
+}
+
+std::string timer_details(const TimerKillEvidence& t) {
+  auto out = fmt::format(
+      "    torch elastic timer: the `with expires(...)` block at {} did not finish by {}; {} sent at {} "
+      "({:.2f} s later)\n",
+      t.scope_id, clock_time(t.deadline), sig::signal_name(t.signal), clock_time(t.sent_at), t.sent_at - t.deadline);
+  // torch 1.13's expires() names its default scope after the frame above its own: contextlib's.
+  if (t.scope_id.find("contextlib.py#") != std::string::npos) {
+    out +=
+        "    (that is torch's default scope, which names contextlib, not your code: pass scope=\"...\" to "
+        "expires() to name the block)\n";
+  }
+  return out;
 }
 
 // The root cause's own words: its error file, its last stderr lines, a hint.
 std::string root_cause_details(const RankEvidence& ev, const std::vector<std::string>& worker_argv) {
   std::string out;
+  if (ev.timer_kill) out += timer_details(*ev.timer_kill);
   if (ev.error_file) out += fmt::format("    error file: {}\n", ev.error_file->message);
   if (!ev.last_stderr.empty()) {
     out += "    last stderr lines:\n";
@@ -66,6 +93,7 @@ FailureReport failure_report(const FailureReportInput& in) {
     if (ev && ev->error_file) rec.recorded_at = ev->error_file_written;
     rec.lost_peer =
         record_says_lost_peer(ev ? ev->error_file : std::nullopt, ev ? ev->last_stderr : std::vector<std::string>{});
+    if (ev && ev->timer_kill) rec.timer_killed_at = ev->timer_kill->sent_at;
     records.push_back(rec);
   }
   auto ordered = attribute_failures(in.failures, records, in.teardown_began);

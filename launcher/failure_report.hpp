@@ -19,6 +19,15 @@
 
 namespace ddp::launcher {
 
+// The torch elastic timer signalled the rank (launcher/file_timer.hpp): the deadline it missed.
+struct TimerKillEvidence {
+  std::string scope_id;  // torch's default: "<file>#<line>" of the `with expires(...)`
+  double deadline = 0;   // seconds since the epoch
+  int signal = 0;
+  double sent_at = 0;  // when the supervisor sent the signal
+  int pid = 0;         // the process signalled: the rank's worker, or a process it started
+};
+
 // What the shell knows of one failed rank's worker.
 struct RankEvidence {
   int rank = 0;        // global
@@ -27,6 +36,7 @@ struct RankEvidence {
   std::optional<double> error_file_written;  // its mtime (seconds since the epoch)
   std::vector<std::string> last_stderr;      // the last lines, oldest first
   std::optional<std::string> oom;            // killed by the OOM killer: the evidence
+  std::optional<TimerKillEvidence> timer_kill;
 };
 
 // Reads the rank's error file into `evidence` (nothing when it wrote none; an unreadable one says

@@ -75,17 +75,20 @@ std::vector<AttributedFailure> attribute_failures(const std::vector<RankFailure>
     const auto& f = failures[i];
     FailureRecord rec = i < records.size() ? records[i] : FailureRecord{};
     AttributedFailure a{f.exit, FailureRole::Original, f.exit.time, i};
-    // An error file is written before the exit: when it is older than the reap, it dates the failure.
-    if (rec.recorded_at) a.failed_at = std::min(a.failed_at, *rec.recorded_at);
+    // An error file is written before the exit, the timer's signal sent before it: when older than
+    // the reap, they date the failure.
+    std::optional<double> own = rec.recorded_at;
+    if (rec.timer_killed_at) own = std::min(own.value_or(*rec.timer_killed_at), *rec.timer_killed_at);
+    if (own) a.failed_at = std::min(a.failed_at, *own);
     bool consequence_of_teardown = false;
     if (f.after_teardown) {
       // Its own record from before the teardown proves it was failing already (it may still have
       // died of our SIGTERM while it shut down); without one, our signal or a late exit is ours.
-      consequence_of_teardown = rec.recorded_at ? late(*rec.recorded_at) : f.by_teardown_signal || late(f.exit.time);
+      consequence_of_teardown = own ? late(*own) : f.by_teardown_signal || late(f.exit.time);
     }
     if (consequence_of_teardown) {
       a.role = FailureRole::Teardown;
-    } else if (rec.lost_peer) {
+    } else if (rec.lost_peer && !rec.timer_killed_at) {
       a.role = FailureRole::LostPeer;
     }
     out.push_back(a);

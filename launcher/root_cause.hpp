@@ -6,7 +6,7 @@
 //      "Socket Timeout"…, or the error file's "peer_failure" mark) before Teardown (it died of our
 //      own teardown, with no record of failing before it);
 //   2. time: when it failed — the mtime of its error file when it wrote one (written before it
-//      exits), else when it was reaped; the earliest first;
+//      exits) or when the torch elastic timer signalled it, else when it was reaped; the earliest first;
 //   3. the order they were reaped in (rank order within one pass).
 // A rank reaped after the teardown began is a Teardown consequence unless its error file was
 // written before the teardown began (plus kTogetherWindow), or it died of a signal we did not send
@@ -44,6 +44,11 @@ ErrorFileRecord error_file_record(std::string_view text, std::string_view path);
 struct FailureRecord {
   std::optional<double> recorded_at;  // mtime of its error file (seconds since the epoch), if it wrote one
   bool lost_peer = false;             // its error (file, else last stderr lines) says a peer went away
+  // When the torch elastic timer signalled it (launcher/file_timer.hpp): its own `expires()` deadline
+  // passed, which dates its failure like an error file and makes it an original failure, not a lost
+  // peer (unless the timer fired only after the teardown had begun: then the deadline was missed
+  // because the group was being stopped).
+  std::optional<double> timer_killed_at;
 };
 // The error file decides when there is one (its peer_failure mark, else its message); otherwise
 // the last stderr lines (a Python traceback without @record ends with the exception).

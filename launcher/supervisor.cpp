@@ -19,6 +19,7 @@
 #include "launcher/cgroup.hpp"
 #include "launcher/event_log.hpp"
 #include "launcher/failure_report.hpp"
+#include "launcher/file_timer_server.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
 #include "launcher/log_router.hpp"
@@ -90,6 +91,7 @@ class Supervisor {
     try {
       if (config_.dynamic) start_rendezvous();
       prepare_store();
+      file_timer_.start();  // TORCHELASTIC_ENABLE_FILE_TIMER=1: torch's elastic timer, served here
     } catch (...) {
       forget_startup();  // e.g. a FileStore in use: nothing ran, so nothing of this run stays behind
       throw;
@@ -271,6 +273,7 @@ class Supervisor {
     stopping_announced_ = false;
     rendezvous_watch_.begin(a.attempt);
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
+    file_timer_.new_attempt();
     out_.begin_attempt(a.attempt);
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
     spawn_from(a.attempt, 0);
@@ -408,6 +411,7 @@ class Supervisor {
     child_signal_.cancel();
     workers_.stop_reading();
     store_.stop();
+    file_timer_.stop();
     cgroups_.kill_all();
     cgroups_.remove_attempts(std::chrono::milliseconds(1000));
     store_.remove_filestore("the job is over");
@@ -438,6 +442,7 @@ class Supervisor {
     // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
     auto in = worker_env_input(config_, ranks, master_addr_, master_port_, rdzv_ ? round_ : attempt,
                                w->error_file.string(), store_.filestore().string());
+    in.timer_file = file_timer_.path();
     auto launch = make_worker_launch(in, config_.worker_argv);
 
     Worker& started = *w;
@@ -472,6 +477,12 @@ class Supervisor {
     auto report = failure_report(in);
     if (report.root_cause) events_.emit(root_cause_event(*report.root_cause));
     if (!report.text.empty()) out_.console.write(stderr, report.text);
+  }
+
+  // The torch elastic timer signalled a pid of this attempt: the rank's evidence, and the event.
+  void on_timer_expired(const TimerExpiry& e, double sent_at) {
+    if (e.signal > 0) workers_.record_timer_kill(e, sent_at);
+    events_.emit(timer_expired_event(machine_.attempt(), e));
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
@@ -519,6 +530,12 @@ class Supervisor {
   std::optional<StragglerWatch> stragglers_;
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{guardian_};
+  // TORCHELASTIC_ENABLE_FILE_TIMER=1. on_request (a rank's request: progress) is for the progress watchdog.
+  FileTimerServer file_timer_{io_,
+                              file_timer_setup(config_.base_env, config_.run_dir.string()),
+                              {.rank_of = [this](pid_t pid) { return workers_.rank_of_pid(pid); },
+                               .expired = [this](const TimerExpiry& e, double at) { on_timer_expired(e, at); },
+                               .on_request = {}}};
   bool stopping_announced_ = false;
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/exit_status.hpp"
+#include "common/signals.hpp"
 
 namespace ddp::launcher {
 
@@ -69,6 +70,15 @@ events::Straggler straggler_event(int attempt, const StragglerVerdict& v) {
                            .ratio = v.ratio,
                            .median_step_s = v.median_step_s,
                            .rank_step_s = v.rank_step_s};
+}
+
+events::TimerExpired timer_expired_event(int attempt, const TimerExpiry& e) {
+  return events::TimerExpired{.attempt = attempt,
+                              .rank = e.rank,
+                              .pid = e.pid,
+                              .scope_id = e.scope_id,
+                              .deadline = e.expiration_time,
+                              .signal = e.signal > 0 ? std::optional(sig::signal_name(e.signal)) : std::nullopt};
 }
 
 }  // namespace ddp::launcher

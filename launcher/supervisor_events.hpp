@@ -6,6 +6,7 @@
 
 #include "common/events.hpp"
 #include "launcher/failure_report.hpp"
+#include "launcher/file_timer.hpp"
 #include "launcher/gpu_watch_core.hpp"
 #include "launcher/rendezvous_client_machine.hpp"
 #include "launcher/straggler_detector.hpp"
@@ -32,5 +33,7 @@ events::RootCause root_cause_event(const RootCauseEvent& rc);
 events::GpuSample gpu_sample_event(const GpuSample& s);
 events::GpuLowUtil gpu_low_util_event(const GpuSample& s, const LowUtilAlert& a, const std::string& message);
 events::Straggler straggler_event(int attempt, const StragglerVerdict& v);
+// The torch elastic timer signalled a pid of `attempt` (its signal ≤ 0: it sent none).
+events::TimerExpired timer_expired_event(int attempt, const TimerExpiry& e);
 
 }  // namespace ddp::launcher

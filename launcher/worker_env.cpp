@@ -55,15 +55,17 @@ std::string expand_placeholders(std::string_view arg, const std::map<std::string
         if (it == values.end()) {
           for (const auto& [batch_name, var] : batch_placeholders()) {
             if (name != batch_name) continue;
-            throw UsageError(fmt::format("placeholder {{{}}} in worker argument '{}' has no value: it is the batch "
-                                         "policy's (${}); give run --global-batch B or --per-rank-batch b",
-                                         name, arg, var));
+            throw UsageError(
+                fmt::format("placeholder {{{}}} in worker argument '{}' has no value: it is the batch "
+                            "policy's (${}); give run --global-batch B or --per-rank-batch b",
+                            name, arg, var));
           }
           std::string known;
           for (const auto& [k, v] : values) known += (known.empty() ? "{" : ", {") + k + "}";
-          throw UsageError(fmt::format("unknown placeholder {{{}}} in worker argument '{}'; known: {} "
-                                       "(write {{{{ and }}}} for literal braces)",
-                                       name, arg, known));
+          throw UsageError(
+              fmt::format("unknown placeholder {{{}}} in worker argument '{}'; known: {} "
+                          "(write {{{{ and }}}} for literal braces)",
+                          name, arg, known));
         }
         out += it->second;
         i = close;
@@ -141,6 +143,7 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
   set(env::kUseAgentStore, in.use_agent_store ? "True" : "False");
   if (!in.error_file.empty()) set(env::kErrorFile, in.error_file);
   if (!in.filestore_path.empty()) set(env::kFileStorePath, in.filestore_path);
+  if (!in.timer_file.empty()) set(env::kTimerFile, in.timer_file);
   for (auto name : {env::kNcclAsyncErrorHandling, env::kTorchNcclAsyncErrorHandling}) {
     if (!in.base_env.count(std::string(name))) set(name, "1");
   }

@@ -22,11 +22,12 @@ struct WorkerEnvInput {
   int restart_count = 0;
   int max_restarts = 0;
   std::string run_id = "none";
-  bool use_agent_store = true;  // TORCHELASTIC_USE_AGENT_STORE=True: workers are plain store clients
-  std::string error_file;       // TORCHELASTIC_ERROR_FILE for this rank and attempt
-  std::string backend = "gloo"; // for the {backend} placeholder
-  std::string filestore_path;   // --store file: DDP_FILESTORE_PATH and {filestore_url}; empty: none
-  EnvMap base_env;              // the supervisor's own environment, inherited
+  bool use_agent_store = true;   // TORCHELASTIC_USE_AGENT_STORE=True: workers are plain store clients
+  std::string error_file;        // TORCHELASTIC_ERROR_FILE for this rank and attempt
+  std::string backend = "gloo";  // for the {backend} placeholder
+  std::string filestore_path;    // --store file: DDP_FILESTORE_PATH and {filestore_url}; empty: none
+  std::string timer_file;        // the torch elastic timer's FIFO: TORCHELASTIC_TIMER_FILE; empty: none
+  EnvMap base_env;               // the supervisor's own environment, inherited
   // torchrun's --virtual-local-rank (torch 2.x): LOCAL_RANK=0, CUDA_VISIBLE_DEVICES = this rank's
   // device only (its entry of the inherited list, else its local rank).
   bool virtual_local_rank = false;

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include "common/proc.hpp"
 #include "launcher/guardian.hpp"
 
 namespace ddp::launcher {
@@ -99,7 +100,26 @@ std::optional<RankEvidence> WorkerGroup::evidence(int local_rank) const {
   read_error_file(w->error_file, ev);
   ev.last_stderr.assign(w->output.last_stderr.begin(), w->output.last_stderr.end());
   ev.oom = w->oom;
+  ev.timer_kill = w->timer_kill;
   return ev;
+}
+
+std::optional<int> WorkerGroup::rank_of_pid(pid_t pid) const {
+  std::map<pid_t, int> alive;
+  for (const auto& w : workers_) {
+    if (w->alive) alive.emplace(w->pid, w->ranks.rank);
+  }
+  return launcher::rank_of_pid(pid, alive, [](pid_t p) -> std::optional<pid_t> {
+    auto st = proc::read_proc_stat(p);
+    return st ? std::optional(st->ppid) : std::nullopt;
+  });
+}
+
+void WorkerGroup::record_timer_kill(const TimerExpiry& e, double sent_at) {
+  for (auto& w : workers_) {
+    if (w->ranks.rank == e.rank)
+      w->timer_kill = TimerKillEvidence{e.scope_id, e.expiration_time, e.signal, sent_at, e.pid};
+  }
 }
 
 }  // namespace ddp::launcher

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "launcher/failure_report.hpp"
+#include "launcher/file_timer.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/rank_plan.hpp"
 #include "launcher/rendezvous_watchdog.hpp"
@@ -32,7 +33,8 @@ struct Worker {
   bool alive = false;
   RankOutput output;  // routed by LogRouter; its last lines for the summary and the watchdog
   std::filesystem::path error_file;
-  std::optional<std::string> oom;  // SIGKILLed by the OOM killer: the evidence
+  std::optional<std::string> oom;               // SIGKILLed by the OOM killer: the evidence
+  std::optional<TimerKillEvidence> timer_kill;  // the torch elastic timer signalled it (or its child)
 };
 
 class WorkerGroup {
@@ -56,15 +58,19 @@ class WorkerGroup {
 
   Worker* of(int local_rank) const;
   std::size_t size() const { return workers_.size(); }
-  std::vector<RecordedProcess> recorded() const;  // for processes.json
-  std::vector<WatchedRank> alive_ranks() const;   // for the rendezvous watchdog
+  std::vector<RecordedProcess> recorded() const;               // for processes.json
+  std::vector<WatchedRank> alive_ranks() const;                // for the rendezvous watchdog
   std::optional<RankEvidence> evidence(int local_rank) const;  // for the failure summary
+  // The torch elastic timer (launcher/file_timer_server.hpp): the global rank of the live worker
+  // `pid` is or descends from (/proc's parents), and the evidence of its signal.
+  std::optional<int> rank_of_pid(pid_t pid) const;
+  void record_timer_kill(const TimerExpiry& e, double sent_at);
 
  private:
   Guardian& guardian_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Worker>> retired_;  // earlier attempts'
-  Reaper reaper_;  // workers not reaped yet
+  Reaper reaper_;                                 // workers not reaped yet
 };
 
 }  // namespace ddp::launcher

@@ -41,6 +41,8 @@ std::vector<ev::Payload> samples() {
       ev::GpuSample{0, 0, "GPU-abc", 87, 1024.5, 81920},
       ev::GpuLowUtil{1, 1, "0", 12.5, 61.0, "rank 1: GPU 0 under 50% for 61 s"},
       ev::Straggler{0, 1, 0.41, 0.21, 0.52},
+      ev::TimerExpired{0, 1, 4242, "/w/train.py#12", 1796318085.25, std::string("SIGKILL")},
+      ev::TimerExpired{1, 0, 4243, "step", 1796318086.5, std::nullopt},
       ev::Unknown{"from_the_future", json{{"x", 1}}},
   };
 }

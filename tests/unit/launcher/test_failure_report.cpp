@@ -95,6 +95,36 @@ TEST_CASE("failure report: an OOM kill says so, with the evidence") {
   CHECK(r.text.find("pid 1002: killed by the OOM killer (memory.events oom_kill 1, SIGKILL) at ") != std::string::npos);
 }
 
+TEST_CASE("failure report: a rank the torch elastic timer killed is the root cause, with the deadline it missed") {
+  // Rank 1 was killed by the timer (SIGKILL at kT - 0.2, its deadline kT - 0.25); rank 0 lost it
+  // (gloo) and was reaped first.
+  auto lost = evidence(0, {"RuntimeError: [/gloo/transport/tcp/pair.cc:598] Connection closed by peer"});
+  auto killed = evidence(1);
+  killed.timer_kill = TimerKillEvidence{"/w/worker.py#14", kT - 0.25, SIGKILL, kT - 0.2, 1001};
+  auto r = failure_report(job({failure(0, 1), failure(1, 0, SIGKILL)}, {lost, killed}));
+  auto deadline = at(kT - 0.25) + ".000";
+  CHECK(r.text.find("  Root cause: rank 1 (local 1) on node 0 (hostA), pid 1001: killed by SIGKILL (the torch elastic "
+                    "timer sent SIGKILL: scope /w/worker.py#14 missed its deadline " +
+                    deadline + ") at ") != std::string::npos);
+  CHECK(r.text.find("    torch elastic timer: the `with expires(...)` block at /w/worker.py#14 did not finish by " +
+                    deadline + "; SIGKILL sent at " + at(kT - 0.2) + ".050 (0.05 s later)\n") != std::string::npos);
+  CHECK(r.text.find("Rank: rank 0 (local 0) on node 0 (hostA), pid 1000: exited with code 1 (lost a peer)") !=
+        std::string::npos);
+  REQUIRE(r.root_cause);
+  CHECK(r.root_cause->rank == 1);
+  CHECK(r.root_cause->role == "original failure");
+  // The timer signalled a process the rank started (its own pid is 1001): the summary says which.
+  killed.timer_kill->pid = 1500;
+  r = failure_report(job({failure(1, 1)}, {killed}));
+  CHECK(r.text.find("exited with code 1 (the torch elastic timer sent SIGKILL to its process 1500: scope") !=
+        std::string::npos);
+  CHECK(r.text.find("pass scope=") == std::string::npos);
+  // torch 1.13's default scope names contextlib, not the caller: the summary says how to name the block.
+  killed.timer_kill->scope_id = "/usr/lib/python3.11/contextlib.py#137";
+  r = failure_report(job({failure(1, 0, SIGKILL)}, {killed}));
+  CHECK(r.text.find("pass scope=\"...\" to expires() to name the block") != std::string::npos);
+}
+
 TEST_CASE("failure report: several ranks; the one whose peers lost it is the root cause, global ranks shown") {
   // Node 1 of a job: local ranks 0 and 1 are global ranks 4 and 5. Local 0 says a peer went away.
   auto lost = evidence(4, {"RuntimeError: [/gloo/transport/tcp/pair.cc:598] Connection closed by peer"});

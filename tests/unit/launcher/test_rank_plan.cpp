@@ -116,6 +116,16 @@ TEST_CASE("--store file: {filestore_url} and DDP_FILESTORE_PATH only when there 
   CHECK(w.env.at("DDP_FILESTORE_PATH") == "/tmp/run/filestore");
 }
 
+TEST_CASE("the torch elastic timer's FIFO is exported when served; otherwise the inherited value stays") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({1, 0, 2, "default"})[0];
+  CHECK_FALSE(make_worker_launch(in, {"x"}).env.count("TORCHELASTIC_TIMER_FILE"));
+  in.base_env["TORCHELASTIC_TIMER_FILE"] = "/inherited";  // not served: left as torch's agent leaves it
+  CHECK(make_worker_launch(in, {"x"}).env.at("TORCHELASTIC_TIMER_FILE") == "/inherited");
+  in.timer_file = "/run/torchelastic_timer.fifo";
+  CHECK(make_worker_launch(in, {"x"}).env.at("TORCHELASTIC_TIMER_FILE") == "/run/torchelastic_timer.fifo");
+}
+
 TEST_CASE("-r/--redirects and -t/--tee: one mask for all, or per local rank") {
   CHECK(parse_std_streams("0", 2, "--tee") == std::vector<int>{0, 0});
   CHECK(parse_std_streams("3", 3, "--tee") == std::vector<int>{3, 3, 3});

@@ -26,9 +26,9 @@ SupervisorMachine started(int nproc) {
   return m;
 }
 
-FailureRecord own(double recorded_at) { return {recorded_at, false}; }
-FailureRecord peer(double recorded_at) { return {recorded_at, true}; }
-FailureRecord none() { return {std::nullopt, false}; }
+FailureRecord own(double recorded_at) { return {recorded_at, false, std::nullopt}; }
+FailureRecord peer(double recorded_at) { return {recorded_at, true, std::nullopt}; }
+FailureRecord none() { return {std::nullopt, false, std::nullopt}; }
 
 std::vector<int> ranks_of(const std::vector<AttributedFailure>& v) {
   std::vector<int> out;
@@ -100,6 +100,42 @@ TEST_CASE("the rank that failed first but exits last: its error file predates th
   CHECK(a[0].exit.signal == SIGTERM);
   // Without its error file it is just a rank our teardown stopped: the one that lost a peer leads.
   a = attribute_failures(m.failures(), {peer(19.9), none()}, m.teardown_began());
+  CHECK(ranks_of(a) == std::vector<int>{0, 1});
+  CHECK(a[1].role == FailureRole::Teardown);
+}
+
+TEST_CASE("the torch elastic timer's signal is the rank's own failure, dated when it was sent") {
+  // FileTimerClient(path, signal=SIGTERM): rank 1's expires() deadline passes, the timer sends SIGTERM
+  // at 40.0; rank 1 is slow to die, rank 0 fails on the closed connection and is reaped first (40.02),
+  // which begins the teardown (SIGTERM too); rank 1 is reaped at 40.3.
+  auto m = started(2);
+  m.on(exited(0, 40.02, 1));
+  m.on(exited(1, 40.3, 0, SIGTERM));
+  REQUIRE(m.failures()[1].by_teardown_signal);
+  FailureRecord timer{std::nullopt, false, 40.0};
+  auto a = attribute_failures(m.failures(), {peer(40.01), timer}, m.teardown_began());
+  CHECK(ranks_of(a) == std::vector<int>{1, 0});
+  CHECK(a[0].role == FailureRole::Original);
+  CHECK(a[0].failed_at == doctest::Approx(40.0));
+  // Without the timer's record it would pass for a rank our teardown stopped.
+  CHECK(ranks_of(attribute_failures(m.failures(), {peer(40.01), none()}, m.teardown_began())) ==
+        std::vector<int>{0, 1});
+  // Its last words about a lost peer do not demote it: the timer, not a peer, ended it.
+  a = attribute_failures(m.failures(), {peer(40.01), FailureRecord{std::nullopt, true, 40.0}}, m.teardown_began());
+  CHECK(a[0].exit.local_rank == 1);
+  CHECK(a[0].role == FailureRole::Original);
+  // An error file written earlier still dates it earlier.
+  a = attribute_failures(m.failures(), {peer(40.01), FailureRecord{39.5, false, 40.0}}, m.teardown_began());
+  CHECK(a[0].failed_at == doctest::Approx(39.5));
+}
+
+TEST_CASE("a timer that fired only after the teardown began is the teardown's consequence") {
+  // Rank 0 fails (50.0); rank 1, waiting for it inside expires(), misses its deadline during the
+  // grace period and the timer kills it at 51.0.
+  auto m = started(2);
+  m.on(exited(0, 50.0, 3));
+  m.on(exited(1, 51.01, 0, SIGKILL));
+  auto a = attribute_failures(m.failures(), {own(49.99), FailureRecord{std::nullopt, false, 51.0}}, m.teardown_began());
   CHECK(ranks_of(a) == std::vector<int>{0, 1});
   CHECK(a[1].role == FailureRole::Teardown);
 }

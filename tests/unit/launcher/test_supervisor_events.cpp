@@ -96,3 +96,11 @@ TEST_CASE("straggler: the attempt and the verdict's rank, ratio and both step ti
   CHECK(j == json::parse(R"({"event":"straggler","attempt":2,"rank":1,"ratio":0.25,"median_step_s":0.1,
       "rank_step_s":0.4})"));
 }
+
+TEST_CASE("supervisor events: timer_expired names the pid, its rank, the scope, the deadline and the signal") {
+  TimerExpiry e{.pid = 4242, .rank = 1, .scope_id = "/w/train.py#12", .expiration_time = 1796318085.25, .signal = 9};
+  CHECK(fields(timer_expired_event(0, e)) == json::parse(R"({"event":"timer_expired","attempt":0,"rank":1,"pid":4242,
+      "scope_id":"/w/train.py#12","deadline":1796318085.25,"signal":"SIGKILL"})"));
+  e.signal = 0;
+  CHECK(fields(timer_expired_event(2, e))["signal"].is_null());
+}
