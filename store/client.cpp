@@ -553,9 +553,7 @@ class StoreClient::Impl {
     check_io(call, recv_exact(fd_.get(), &b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
     auto first = static_cast<std::uint8_t>(b);
     if (first == kWaitCanceled) {
-      // The exchange is complete: the connection is in step and stays (a reconnect per timed-out
-      // wait would make a client that waits in chunks reconnect several times a second, and a
-      // store host watching its members' connections would take each close for a lost member).
+      // The exchange is complete: the connection is in step and stays (no reconnect per chunk).
       call.sent = false;
       throw call.timed_out("the keys to be set");
     }
