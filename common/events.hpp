@@ -83,8 +83,10 @@ struct NodeLost {
   static constexpr std::string_view kType = "node_lost";
   std::string host;
   std::int64_t silent_ms = 0;
+  std::string reason;  // why it counts as dead: no heartbeat, or its store connection closed and stayed closed
   bool operator==(const NodeLost&) const = default;
-  DDP_EVENT_FIELDS(field("host", self.host); field("silent_ms", self.silent_ms);)
+  DDP_EVENT_FIELDS(field("host", self.host); field("silent_ms", self.silent_ms);
+                   field.added("reason", self.reason);)
 };
 
 // Two shapes: a static launch's workers reached the store (attempt set), or a dynamic

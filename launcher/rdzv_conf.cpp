@@ -82,6 +82,8 @@ std::vector<std::string> apply_rdzv_conf(const std::string& conf, RendezvousConf
       rc.exit_barrier = ms(conf_seconds(key, value));
     } else if (key == "store_lost_timeout") {
       rc.store_lost_timeout = ms(conf_seconds(key, value));
+    } else if (key == "connection_grace") {
+      rc.policy.connection_grace = ms(conf_seconds(key, value));
     } else if (key == "is_host") {
       rc.is_host = conf_bool(key, value);
     } else if (auto it = keys_without_effect().find(key); it != keys_without_effect().end()) {
@@ -93,7 +95,7 @@ std::vector<std::string> apply_rdzv_conf(const std::string& conf, RendezvousConf
       throw UsageError(
           fmt::format("--rdzv-conf: unknown key '{}' (ddp-launch uses join_timeout, last_call_timeout, "
                       "heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt, is_host, "
-                      "exit_barrier_timeout, store_lost_timeout; torch's other keys are accepted and ignored)",
+                      "exit_barrier_timeout, store_lost_timeout, connection_grace; torch's other keys are accepted and ignored)",
                       key));
     }
   }

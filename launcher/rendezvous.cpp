@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <random>
 
 #include "common/error.hpp"
@@ -64,6 +65,7 @@ class RendezvousHost : public Rendezvous {
       // Decide outside the store's request handling: it may be iterating its own tables.
       asio::post(io_, [this, k = std::string(key.substr(p_.size())), v = std::string(value)] { on_key(k, v); });
     });
+    watch_connections();
     // Who hosts: the other nodes name this supervisor when the store goes, and tell a restarted
     // one (a new token) from this one when they reconnect.
     server_->set_local(
@@ -74,6 +76,7 @@ class RendezvousHost : public Rendezvous {
   }
   ~RendezvousHost() override {
     server_->set_key_observer(nullptr);
+    server_->set_connection_observer({});
     server_->stop();
   }
 
@@ -137,6 +140,53 @@ class RendezvousHost : public Rendezvous {
   void linger(std::function<void()> then, std::chrono::milliseconds d) {
     barrier_timer_.expires_after(d);
     barrier_timer_.async_wait([then = std::move(then)](boost::system::error_code) { then(); });
+  }
+
+  // Which store connections are whose: a node's requests name its token (join, hb, assign, wake,
+  // done, leave keys). When a node's last connection closes (its supervisor killed: the kernel
+  // closes its sockets at once) the machine suspects it; a new one names it again within the grace.
+  void watch_connections() {
+    store::StoreState::ConnectionObserver o;
+    o.named = [this](store::ConnId conn, std::string_view key) {
+      if (conn == 0 || key.substr(0, p_.size()) != p_) return;
+      auto token = token_in(key.substr(p_.size()));
+      if (token.empty()) return;
+      auto [it, fresh] = conn_token_.try_emplace(conn, token);
+      if (!fresh) return;  // one node per connection: its first key says which
+      if (conns_of_[token]++ == 0) {
+        asio::post(io_, [this, token] { feed(rdzv_event::Reconnected{token, now()}); });
+      }
+    };
+    o.closed = [this](store::ConnId conn) {
+      auto it = conn_token_.find(conn);
+      if (it == conn_token_.end()) return;
+      auto token = std::move(it->second);
+      conn_token_.erase(it);
+      if (--conns_of_[token] > 0) return;
+      conns_of_.erase(token);
+      asio::post(io_, [this, token] {
+        spdlog::info("rendezvous: the store connection of node {} closed; it is dropped unless it reconnects within "
+                     "{} ms",
+                     token, config_.policy.connection_grace.count());
+        feed(rdzv_event::ConnectionClosed{token, now()});
+      });
+    };
+    server_->set_connection_observer(std::move(o));
+  }
+
+  // The node token a rendezvous key names: hb/T, done/T, leave/T, join/T/seq, assign/T/seq,
+  // wake/T/round; "" for the others (host, round/N).
+  static std::string token_in(std::string_view rest) {
+    auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return {};
+    auto kind = rest.substr(0, slash);
+    auto tail = rest.substr(slash + 1);
+    if (kind == "hb" || kind == "done" || kind == "leave") return std::string(tail);
+    if (kind == "join" || kind == "assign" || kind == "wake") {
+      auto last = tail.rfind('/');
+      return last == std::string_view::npos ? std::string() : std::string(tail.substr(0, last));
+    }
+    return {};
   }
 
   void on_key(const std::string& key, const std::string& value) {
@@ -278,8 +328,8 @@ class RendezvousHost : public Rendezvous {
   }
 
   void perform(const rdzv_decision::NodeLost& l) {
-    spdlog::warn("rendezvous: node {} is dead (no heartbeat for {} ms)", l.host, l.silent.count());
-    if (cb_.node_lost) cb_.node_lost(l.host, l.silent);
+    spdlog::warn("rendezvous: node {} is dead ({})", l.host, l.reason);
+    if (cb_.node_lost) cb_.node_lost(l.host, l.silent, l.reason);
   }
 
   asio::io_context& io_;
@@ -296,6 +346,8 @@ class RendezvousHost : public Rendezvous {
   std::uint16_t worker_port_ = 0;
   std::function<void()> reset_workers_;
   std::function<void()> all_done_;
+  std::map<store::ConnId, std::string> conn_token_;  // a store connection → the node whose token it named
+  std::map<std::string, int> conns_of_;              // a node → how many of its connections are open
 };
 
 

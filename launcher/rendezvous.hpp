@@ -56,7 +56,8 @@ struct RendezvousCallbacks {
   std::function<void(const RoundAssignment&)> assigned;
   std::function<void(const std::string& reason)> round_ended;  // stop the workers, then join() again
   std::function<void(const std::string& reason)> closed;       // the job is over: finish as failed
-  std::function<void(const std::string& host, std::chrono::milliseconds silent)> node_lost;  // host only
+  // Host only: a node was declared dead, silent this long (since its last heartbeat), and why.
+  std::function<void(const std::string& host, std::chrono::milliseconds silent, const std::string& reason)> node_lost;
 };
 
 class Rendezvous {

@@ -194,6 +194,9 @@ void RendezvousClientMachine::reconnected(const ev::Connected& e) {
                                                 s_.endpoint, (e.now - last_contact_).count(), reconnects_)});
   last_contact_ = e.now;
   reconnects_ = 0;
+  // A heartbeat at once: the host ties this new connection to this node by the token its requests
+  // name, and drops a node whose connection closed unless it has a new one within a short grace.
+  last_hb_ = e.now - timing_.heartbeat_every;
   send_command(e.now);
 }
 

@@ -19,7 +19,8 @@
 //            supervisor joins again);  {closed: true} → Closed, OVER
 //   a store call fails: drop the connection, warn once per outage, reconnect (short tries, a
 //   pause between) until the store-lost window since its last answer runs out → Closed naming
-//   who hosted it, OVER. RUNNING past the heartbeat timeout meanwhile (a longer window): the host
+//   who hosted it, OVER. Reconnected: a heartbeat at once (the host learns the new connection is
+//   this node's, within its connection grace). RUNNING past the heartbeat timeout meanwhile (a longer window): the host
 //   counts this node dead → RoundEnded, IDLE, and rejoin when the store answers. The store answers
 //   again as a new process (another host token) → Closed, OVER. A Done/Leave the store could not
 //   take: nobody is left to tell, so it finishes at once → OVER.

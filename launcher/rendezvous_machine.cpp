@@ -58,43 +58,77 @@ std::vector<RdzvDecision> RendezvousMachine::on(const RdzvEvent& e) {
   if (const auto* d = std::get_if<rdzv_event::Done>(&e)) {
     if ((phase_ == RdzvPhase::Running || phase_ == RdzvPhase::Finishing) && is_member(d->token)) {
       last_seen_[d->token] = d->now;
+      suspected_.erase(d->token);
       done_.insert(d->token);
       phase_ = RdzvPhase::Finishing;
       check_all_done(out);
     }
     return out;
   }
-  if (const auto* l = std::get_if<rdzv_event::Leave>(&e)) {
-    if (phase_ == RdzvPhase::Closed || phase_ == RdzvPhase::Finished || done_.count(l->token)) return out;
-    if (l->hosts_store) {
-      auto host = host_of_.count(l->token) ? host_of_[l->token] : l->token;
-      close(fmt::format("the rendezvous host {} left ({}); its store goes with it", host, l->why), out);
-      return out;
-    }
-    const bool member = is_member(l->token) && phase_ != RdzvPhase::Gathering;
-    const auto host = host_of_.count(l->token) ? host_of_[l->token] : l->token;
-    last_seen_.erase(l->token);
-    joined_.erase(l->token);
-    expected_.erase(l->token);
-    if (phase_ == RdzvPhase::Running && member) {
-      // Like a death, without waiting for the heartbeat timeout; below MIN nobody can go on.
-      int remaining = static_cast<int>(joined_.size());
-      for (const auto& s : current_.nodes) remaining += alive(s.token) ? 1 : 0;
-      if (remaining >= policy_.min_nodes) {
-        end_round(l->now, fmt::format("node {} left: {}", host, l->why), out);
-      } else {
-        close(fmt::format("node {} left ({}); {} node(s) remain, fewer than the minimum {}", host, l->why, remaining,
-                          policy_.min_nodes),
-              out);
-      }
-    } else if (phase_ == RdzvPhase::Finishing) {
-      check_all_done(out);
-    } else if (phase_ == RdzvPhase::Gathering) {
-      try_close(l->now, out);
-    }
+  if (const auto* l = std::get_if<rdzv_event::Leave>(&e)) return leave(*l);
+  if (const auto* c = std::get_if<rdzv_event::ConnectionClosed>(&e)) return connection_closed(*c);
+  if (const auto* r = std::get_if<rdzv_event::Reconnected>(&e)) return reconnected(*r);
+  return tick(std::get<rdzv_event::Tick>(e).now);
+}
+
+std::vector<RdzvDecision> RendezvousMachine::leave(const rdzv_event::Leave& l) {
+  std::vector<RdzvDecision> out;
+  if (phase_ == RdzvPhase::Closed || phase_ == RdzvPhase::Finished || done_.count(l.token)) return out;
+  const auto host = host_of_.count(l.token) ? host_of_[l.token] : l.token;
+  if (l.hosts_store) {
+    close(fmt::format("the rendezvous host {} left ({}); its store goes with it", host, l.why), out);
     return out;
   }
-  return tick(std::get<rdzv_event::Tick>(e).now);
+  const bool member = is_member(l.token) && phase_ != RdzvPhase::Gathering;
+  forget(l.token);
+  if (phase_ == RdzvPhase::Running && member) {
+    // Like a death, without waiting for the heartbeat timeout; below MIN nobody can go on.
+    int remaining = static_cast<int>(joined_.size());
+    for (const auto& s : current_.nodes) remaining += alive(s.token) ? 1 : 0;
+    if (remaining >= policy_.min_nodes) {
+      end_round(l.now, fmt::format("node {} left: {}", host, l.why), out);
+    } else {
+      close(fmt::format("node {} left ({}); {} node(s) remain, fewer than the minimum {}", host, l.why, remaining,
+                        policy_.min_nodes),
+            out);
+    }
+  } else if (phase_ == RdzvPhase::Finishing) {
+    check_all_done(out);
+  } else if (phase_ == RdzvPhase::Gathering) {
+    try_close(l.now, out);
+  }
+  return out;
+}
+
+// A finished node's supervisor exits and its connection closes: nothing to suspect.
+std::vector<RdzvDecision> RendezvousMachine::connection_closed(const rdzv_event::ConnectionClosed& c) {
+  if (alive(c.token) && !done_.count(c.token) && !suspected_.count(c.token)) suspected_[c.token] = c.now;
+  return tick(c.now);
+}
+
+std::vector<RdzvDecision> RendezvousMachine::reconnected(const rdzv_event::Reconnected& r) {
+  suspected_.erase(r.token);
+  if (auto it = last_seen_.find(r.token); it != last_seen_.end()) it->second = std::max(it->second, r.now);
+  return tick(r.now);
+}
+
+std::optional<std::string> RendezvousMachine::death(const std::string& token, RdzvMillis now) const {
+  if (done_.count(token)) return std::nullopt;
+  if (auto it = suspected_.find(token); it != suspected_.end() && now - it->second >= policy_.connection_grace) {
+    return fmt::format("its store connection closed {} ms ago and it did not reconnect within the {} ms grace",
+                       (now - it->second).count(), policy_.connection_grace.count());
+  }
+  if (auto it = last_seen_.find(token); it != last_seen_.end() && now - it->second >= policy_.heartbeat_timeout) {
+    return fmt::format("no heartbeat for {} ms", (now - it->second).count());
+  }
+  return std::nullopt;
+}
+
+void RendezvousMachine::forget(const std::string& token) {
+  last_seen_.erase(token);
+  suspected_.erase(token);
+  joined_.erase(token);
+  expected_.erase(token);
 }
 
 bool RendezvousMachine::is_member(const std::string& token) const {
@@ -135,26 +169,18 @@ std::vector<RdzvDecision> RendezvousMachine::join(const rdzv_event::Join& e) {
 std::vector<RdzvDecision> RendezvousMachine::tick(RdzvMillis now) {
   std::vector<RdzvDecision> out;
   if (phase_ == RdzvPhase::Closed || phase_ == RdzvPhase::Finished) return out;
-  std::vector<std::string> dead;
+  std::vector<std::pair<std::string, std::string>> dead;  // token, why
   for (const auto& [token, seen] : last_seen_) {
-    if (now - seen >= policy_.heartbeat_timeout && !done_.count(token)) dead.push_back(token);
+    if (auto why = death(token, now)) dead.emplace_back(token, std::move(*why));
   }
-  bool member_lost = false;
-  std::string lost_hosts;
-  for (const auto& token : dead) {
-    out.push_back(rdzv_decision::NodeLost{token, host_of_[token], now - last_seen_[token]});
-    last_seen_.erase(token);
-    joined_.erase(token);
-    expected_.erase(token);
-    if (is_member(token)) {
-      member_lost = true;
-      lost_hosts += (lost_hosts.empty() ? "" : ", ") + host_of_[token];
-    }
+  std::string lost;
+  for (const auto& [token, why] : dead) {
+    out.push_back(rdzv_decision::NodeLost{token, host_of_[token], now - last_seen_[token], why});
+    if (is_member(token)) lost += fmt::format("{}{} ({})", lost.empty() ? "" : ", ", host_of_[token], why);
+    forget(token);
   }
-  if (phase_ == RdzvPhase::Running && member_lost) {
-    end_round(now,
-              fmt::format("lost node(s) {} (no heartbeat for {} ms)", lost_hosts, policy_.heartbeat_timeout.count()),
-              out);
+  if (phase_ == RdzvPhase::Running && !lost.empty()) {
+    end_round(now, fmt::format("lost node(s) {}", lost), out);
   } else if (phase_ == RdzvPhase::Finishing) {
     check_all_done(out);
   } else if (phase_ == RdzvPhase::Gathering) {
@@ -287,6 +313,9 @@ std::optional<RdzvMillis> RendezvousMachine::next_deadline() const {
   };
   for (const auto& [token, seen] : last_seen_) {
     if (!done_.count(token)) consider(seen + policy_.heartbeat_timeout);
+  }
+  for (const auto& [token, since] : suspected_) {
+    if (!done_.count(token)) consider(since + policy_.connection_grace);
   }
   if (phase_ == RdzvPhase::Gathering) {
     if (last_call_at_) consider(*last_call_at_);

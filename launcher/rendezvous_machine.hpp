@@ -7,8 +7,11 @@
 // from each node's local world size. A node silent past the heartbeat timeout is dead: the round
 // ends and the rest rejoin (no restart budget is spent: that is the supervisor's business). A node
 // that joins a running round waits and is admitted at the next one, which starts at once while
-// the round is below MAX. Times come in with the events (milliseconds on any steady clock); no
-// sockets, no clocks, no threads.
+// the round is below MAX. A node whose store connection closed (its supervisor killed: the kernel
+// closes its sockets at once) is suspected at once and dead unless it is connected again within
+// the connection grace; a silent one (a cut link: no close arrives) still waits out the heartbeat
+// timeout. Times come in with the events (milliseconds on any steady clock); no sockets, no
+// clocks, no threads.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -36,6 +39,11 @@ struct RdzvPolicy {
   RdzvMillis last_call{30000};
   RdzvMillis join_timeout{600000};
   RdzvMillis heartbeat_timeout{15000};
+  // A node whose connection to the store closed is dead unless it has one again within this long.
+  // 1 s: a client that lost its connection (a store call that failed) reconnects at once and says
+  // who it is in its first request, a few round trips and at most one 200 ms pause between tries;
+  // and 1 s leaves room in a 3 s budget from a kill to the survivors' next round.
+  RdzvMillis connection_grace{1000};
 };
 
 struct RdzvSlot {
@@ -78,9 +86,20 @@ struct Leave {
 struct Tick {
   RdzvMillis now;
 };
+// The node's last connection to the store closed (the shell knows which connections are whose:
+// those whose requests name its token).
+struct ConnectionClosed {
+  std::string token;
+  RdzvMillis now;
+};
+// A connection of the node is open again (its first request named its token).
+struct Reconnected {
+  std::string token;
+  RdzvMillis now;
+};
 }  // namespace rdzv_event
-using RdzvEvent =
-    std::variant<rdzv_event::Join, rdzv_event::Heartbeat, rdzv_event::Done, rdzv_event::Leave, rdzv_event::Tick>;
+using RdzvEvent = std::variant<rdzv_event::Join, rdzv_event::Heartbeat, rdzv_event::Done, rdzv_event::Leave,
+                               rdzv_event::Tick, rdzv_event::ConnectionClosed, rdzv_event::Reconnected>;
 
 // A node waiting for an assignment: its token and join number.
 struct RdzvPending {
@@ -118,7 +137,8 @@ struct AllDone {};
 struct NodeLost {
   std::string token;
   std::string host;
-  RdzvMillis silent;
+  RdzvMillis silent;   // since its last heartbeat
+  std::string reason;  // "no heartbeat for 15000 ms", "its store connection closed 1000 ms ago, not reopened"
 };
 }  // namespace rdzv_decision
 using RdzvDecision = std::variant<rdzv_decision::Publish, rdzv_decision::EndRound, rdzv_decision::Close,
@@ -159,6 +179,11 @@ class RendezvousMachine {
   };
   std::vector<RdzvDecision> join(const rdzv_event::Join& e);
   std::vector<RdzvDecision> tick(RdzvMillis now);
+  std::vector<RdzvDecision> leave(const rdzv_event::Leave& l);
+  std::vector<RdzvDecision> connection_closed(const rdzv_event::ConnectionClosed& c);
+  std::vector<RdzvDecision> reconnected(const rdzv_event::Reconnected& r);
+  std::optional<std::string> death(const std::string& token, RdzvMillis now) const;  // why it is dead, if it is
+  void forget(const std::string& token);
   void try_close(RdzvMillis now, std::vector<RdzvDecision>& out);
   void publish(RdzvMillis now, std::vector<RdzvDecision>& out);
   void end_round(RdzvMillis now, std::string reason, std::vector<RdzvDecision>& out);
@@ -174,6 +199,7 @@ class RendezvousMachine {
   std::map<std::string, Joined> joined_;  // the gathering round's candidates; while running, the wait list
   std::set<std::string> expected_;        // after a change: who must rejoin before the round closes at once
   std::map<std::string, RdzvMillis> last_seen_;
+  std::map<std::string, RdzvMillis> suspected_;  // its store connection closed then, none open since
   std::map<std::string, std::string> host_of_;
   std::map<std::string, int> previous_rank_;       // token → rank in the last round it was in
   std::map<std::string, int> host_previous_rank_;  // host → rank in the last round

@@ -75,7 +75,7 @@ void add_torchrun_rdzv_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--rdzv-id,--rdzv_id", a.rdzv_id, "Job id (TORCHELASTIC_RUN_ID)")->envname("PET_RDZV_ID");
   sub->add_option("--rdzv-conf,--rdzv_conf", a.rdzv_conf,
                   "c10d: join_timeout=600,last_call_timeout=30,heartbeat_timeout=15 (or keep_alive_interval, "
-                  "keep_alive_max_attempt),is_host=…,exit_barrier_timeout=300 (seconds)")
+                  "keep_alive_max_attempt),is_host=…,exit_barrier_timeout=300,connection_grace=1 (seconds)")
       ->envname("PET_RDZV_CONF");
   sub->add_option("--local-addr,--local_addr", a.local_addr,
                   "This node's name/address in the rendezvous and in [host:rank] log prefixes (default: host name)")

@@ -155,8 +155,10 @@ class Supervisor {
                                 .round_ended = [this](const std::string& reason) { on_round_ended(reason); },
                                 .closed = [this](const std::string& reason) { on_rendezvous_closed(reason); },
                                 .node_lost =
-                                    [this](const std::string& host, std::chrono::milliseconds silent) {
-                                      events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count()});
+                                    [this](const std::string& host, std::chrono::milliseconds silent,
+                                           const std::string& reason) {
+                                      events_.emit(events::NodeLost{
+                                          .host = host, .silent_ms = silent.count(), .reason = reason});
                                     }});
   }
 

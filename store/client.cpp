@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <mutex>
 #include <optional>
@@ -160,6 +161,7 @@ class StoreClient::Impl {
 
   const ClientOptions& options() const { return options_; }
   const std::string& endpoint() const { return endpoint_; }
+  std::uint64_t connections_made() const { return connections_made_.load(); }
   void set_timeout(milliseconds t) {
     std::lock_guard lock(mu_);
     options_.timeout = t;
@@ -357,6 +359,7 @@ class StoreClient::Impl {
       Fd fd = try_connect(deadline, last_error);
       if (fd) {
         fd_ = std::move(fd);
+        ++connections_made_;
         spdlog::debug("store client connected to {} ({}) after {} attempt(s), {} ms", endpoint_,
                       dialect_name(options_.dialect), attempt + 1, ms_since(start));
         return;
@@ -549,7 +552,11 @@ class StoreClient::Impl {
     check_io(call, send_all(fd_.get(), out_, cancel_deadline), "CANCEL_WAIT to be sent");
     check_io(call, recv_exact(fd_.get(), &b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
     auto first = static_cast<std::uint8_t>(b);
-    if (first == kWaitCanceled) throw call.timed_out("the keys to be set");
+    if (first == kWaitCanceled) {
+      // The exchange is complete: the connection is in step and stays (no reconnect per chunk).
+      call.sent = false;
+      throw call.timed_out("the keys to be set");
+    }
     if (first != kStopWaiting) throw call.protocol(fmt::format("CANCEL_WAIT answered {}", first));
     check_io(call, recv_exact(fd_.get(), &b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
     if (static_cast<std::uint8_t>(b) != kWaitCanceled) {
@@ -563,6 +570,7 @@ class StoreClient::Impl {
   std::mt19937 rng_;
   std::mutex mu_;
   Fd fd_;
+  std::atomic<std::uint64_t> connections_made_{0};
   std::string out_;  // request being encoded
   int io_errno_ = 0;
 };
@@ -594,5 +602,6 @@ void StoreClient::multi_set(const std::vector<std::string>& keys, const std::vec
   impl_->multi_set(keys, values);
 }
 std::chrono::microseconds StoreClient::ping() { return impl_->ping(); }
+std::uint64_t StoreClient::connections_made() const { return impl_->connections_made(); }
 
 }  // namespace ddp::store

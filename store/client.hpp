@@ -103,6 +103,8 @@ class StoreClient {
   void multi_set(const std::vector<std::string>& keys, const std::vector<std::string>& values);
   // A PING round trip with this process's pid as the nonce (C only); returns the round-trip time.
   std::chrono::microseconds ping();
+  // How many connections this client has made so far (1 after construction; each reconnect adds one).
+  std::uint64_t connections_made() const;
 
  private:
   class Impl;

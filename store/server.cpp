@@ -407,6 +407,9 @@ void StoreServer::reset_state() { impl_->state_.reset(); }
 void StoreServer::set_key_observer(StoreState::KeyObserver observer) {
   impl_->state_.set_key_observer(std::move(observer));
 }
+void StoreServer::set_connection_observer(StoreState::ConnectionObserver observer) {
+  impl_->state_.set_connection_observer(std::move(observer));
+}
 const StoreState& StoreServer::state() const { return impl_->state_; }
 
 void StoreServer::set_local(std::string key, std::string value) {

@@ -50,6 +50,7 @@ class StoreServer {
   // Fresh, empty state for a new restart attempt; connections stay open.
   void reset_state();
   void set_key_observer(StoreState::KeyObserver observer);
+  void set_connection_observer(StoreState::ConnectionObserver observer);
   // The embedding process writes a key itself (as a SET from a client would: waiters wake, the
   // key observer sees it). For a supervisor that hosts the dynamic rendezvous.
   void set_local(std::string key, std::string value);

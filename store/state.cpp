@@ -59,6 +59,7 @@ void StoreState::disconnect(ConnId conn) {
     if (w->second.empty()) watchers_.erase(w);
   }
   conns_.erase(it);
+  if (conn_observer_.closed) conn_observer_.closed(conn);
 }
 
 void StoreState::reset() {
@@ -88,6 +89,9 @@ std::optional<std::string_view> StoreState::value(std::string_view key) const {
 
 void StoreState::handle(ConnId conn, Request& req, Outbox& out) {
   auto& c = conns_.at(conn);
+  if (conn_observer_.named) {
+    for (const auto& k : req.keys) conn_observer_.named(conn, k);
+  }
   if (c.pending > 0 && req.op != Op::CancelWait && req.op != Op::Ping && c.dialect != Dialect::C &&
       options_.drop_stale_waits) {
     cancel_wait(c);  // the client gave up on that WAIT (SO_RCVTIMEO) without telling us

@@ -48,6 +48,16 @@ class StoreState {
   using KeyObserver = std::function<void(std::string_view key, std::string_view value)>;
   void set_key_observer(KeyObserver observer) { observer_ = std::move(observer); }
 
+  // Which connection names which keys, and when it goes: how the rendezvous host ties a member's
+  // connection to the member (its requests name its token) and learns at once that it closed.
+  // `named` runs for every key of every request, before the request is handled (connection 0: the
+  // embedding process's own writes); `closed` once, when the connection is disconnected.
+  struct ConnectionObserver {
+    std::function<void(ConnId conn, std::string_view key)> named;
+    std::function<void(ConnId conn)> closed;
+  };
+  void set_connection_observer(ConnectionObserver observer) { conn_observer_ = std::move(observer); }
+
   void connect(ConnId conn, Dialect dialect);
   void disconnect(ConnId conn);  // drops its waits and watches
   // Executes one request from `conn` (which must be connected). `req` may be moved from.
@@ -130,6 +140,7 @@ class StoreState {
   std::unordered_map<ConnId, Conn> conns_;
   std::size_t total_bytes_ = 0;
   KeyObserver observer_;
+  ConnectionObserver conn_observer_;
   std::string scratch_;  // reply being built
 };
 

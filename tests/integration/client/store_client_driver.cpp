@@ -126,6 +126,7 @@ struct Ops {
     });
 
     section("wait_timeout_then_connection_works", [&] {
+      const auto made_before = c.connections_made();
       auto start = Clock::now();
       auto msg = expect_throw<ddp::store::StoreTimeout>([&] { c.wait({"/never"}, milliseconds(400)); },
                                                         "wait for a key nobody sets");
@@ -136,6 +137,9 @@ struct Ops {
       contains(msg, "/never", "timeout message names the key");
       contains(msg, "ms", "timeout message says how long");
       expect_eq<std::int64_t>(c.add("/c", 0), 3, "the next call after a timed-out wait");
+      // B and C cancel the wait cleanly: the same connection goes on. A cannot: it reconnects.
+      expect_eq<std::uint64_t>(c.connections_made(), has_append ? made_before : made_before + 1,
+                               "connections made across a timed-out wait");
       // The key appears after the timeout: the server's late wake-up must not reach this client
       // as the answer to a later request (dialect A closes the connection; C cancels the wait).
       other.set("/never", "now");

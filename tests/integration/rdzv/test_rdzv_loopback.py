@@ -226,6 +226,55 @@ def test_killed_store_host_ends_the_job_on_every_node_within_the_heartbeat_timeo
         check(not left, f"workers left running: {left}")
 
 
+def rdzv_connection_ports(pid, port):
+    """Local ports of `pid`'s established connections to the rendezvous store on `port`."""
+    import subprocess
+    out = subprocess.run(["ss", "-tnpH", "state", "established", "dport", "=", f":{port}"], capture_output=True,
+                         text=True, timeout=30).stdout
+    return [line.split()[2].rsplit(":", 1)[1] for line in out.splitlines() if f"pid={pid}," in line]
+
+
+def test_a_connection_reset_and_reopened_within_the_grace_is_not_a_death():
+    import shutil
+    import subprocess
+    if os.geteuid() != 0 or not shutil.which("ss"):
+        print("    skipped: resetting a connection (ss -K) needs root and iproute2's ss")
+        return
+    ep = endpoint()
+    port = ep.rsplit(":", 1)[1]
+    with Workdir() as w:
+        args = [LIGHT_WORKER, "--stop-file", w.stop_file()]
+        a = w.node("a", ep, "2:3", args, conf=FAST)
+        a.wait_event("started", 30, "a is up: it hosts the rendezvous store")
+        b = w.node("b", ep, "2:3", args, conf=FAST)
+        for n in (a, b):
+            n.wait_event("rendezvous_complete", 60, "round 0 with two nodes", round=0, nodes=2)
+        ports = rdzv_connection_ports(b.proc.pid, port)
+        check(len(ports) == 1, f"b has one connection to the rendezvous store: {ports}")
+        # Reset b's connection (the kernel sends an RST both ways): the host suspects b at once; b's
+        # next store call fails, it reconnects and names itself within the 1 s grace.
+        r = subprocess.run(["ss", "-K", "-tn", "state", "established", "sport", "=", f":{ports[0]}", "dport", "=",
+                            f":{port}"], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, f"ss -K: {r.stderr}")
+        deadline = time.monotonic() + 10
+        while "store connection of node b:" not in a.stderr():
+            check(time.monotonic() < deadline, f"the host saw b's connection close: {a.stderr()[-2000:]}")
+            time.sleep(0.05)
+        b_err = ""
+        while "reachable again" not in b_err:
+            check(time.monotonic() < deadline, f"b reconnected: {b_err[-2000:]}")
+            time.sleep(0.05)
+            b_err = b.stderr()
+        time.sleep(3)  # past the grace (1 s) and the heartbeat timeout (2 s): nothing may happen
+        for n in (a, b):
+            names = [e.get("event") for e in n.events()]
+            check("node_lost" not in names and "round_ended" not in names, f"{n.name}: {names}\n{n.stderr()[-2000:]}")
+        check(rdzv_connection_ports(b.proc.pid, port) not in ([], ports), "b is on a new connection")
+        open(w.stop_file(), "w").close()
+        for n in (a, b):
+            check(n.wait_exit(60, "the job to finish") == 0, f"{n.name}: {n.stderr()[-2000:]}")
+
+
 def test_store_lost_timeout_is_the_window():
     ep = endpoint()
     with Workdir() as w:
@@ -269,6 +318,7 @@ TESTS = [
     test_dead_node_survivors_go_on_smaller_and_it_comes_back,
     test_a_stopped_node_leaves_and_the_others_go_on_at_once,
     test_stopping_the_host_ends_the_job_everywhere_at_once,
+    test_a_connection_reset_and_reopened_within_the_grace_is_not_a_death,
     test_killed_store_host_ends_the_job_on_every_node_within_the_heartbeat_timeout,
     test_store_lost_timeout_is_the_window,
     test_host_past_its_exit_barrier_tells_the_others_why_its_store_goes,

@@ -8,7 +8,7 @@ import socket
 import sys
 import time
 
-from harness import check, run_tests, wait_dead
+from harness import check, check_events_schema, run_tests, wait_dead
 from netns_hosts import Hosts, available
 from rdzv_common import HERE, LIGHT_WORKER, Workdir
 
@@ -53,6 +53,39 @@ def test_killed_host_then_it_comes_back():
             check(e["nodes"] == 3 and e["world_size"] == 4, f"{n.name}: {e}")
         wait_gloo(nodes[0], 2, 4)
         finish(w, (nodes[0], nodes[1], back))
+
+
+# Measured on a loaded 2-core machine: 1.0 s (the close is seen at once, the grace is 1 s).
+KILL_TO_ROUND_S = 3.0
+
+
+def test_killed_supervisor_is_dropped_fast_with_default_settings():
+    # No --rdzv-conf: heartbeat timeout 15 s. The killed supervisor's connection to the rendezvous
+    # store closes at once; the host drops it after the 1 s connection grace, not 15 s of silence.
+    with Hosts(3) as hosts, Workdir() as w:
+        nodes = [start(w, hosts, 1, conf="")]
+        nodes[0].wait_event("started", 60, "h1 is up: it hosts the rendezvous store")
+        nodes += [start(w, hosts, 2, conf=""), start(w, hosts, 3, conf="")]
+        for n in nodes:
+            e = n.wait_event("rendezvous_complete", 120, "round 0 over three hosts", round=0)
+            check(e["nodes"] == 3 and e["world_size"] == 3, f"{n.name}: {e}")
+        wait_gloo(nodes[0], 0, 3)
+        killed = time.time()
+        nodes[2].kill(signal.SIGKILL)
+        took = []
+        for n in nodes[:2]:
+            e = n.wait_event("rendezvous_complete", 30, "round 1 without h3", round=1)
+            check(e["nodes"] == 2 and e["world_size"] == 2, f"{n.name}: {e}")
+            took.append(e["time"] - killed)
+        lost = nodes[0].wait_event("node_lost", 1, "h1 (the host) declares h3 dead")
+        check(lost["host"] == "h3" and "store connection closed" in lost["reason"], f"{lost}")
+        print(f"    survivors' round 1 formed {max(took):.2f}s after the kill (heartbeat timeout 15s, "
+              f"connection grace 1s): {lost['reason']}")
+        check(max(took) <= KILL_TO_ROUND_S, f"round 1 formed {max(took):.2f}s after the kill, over {KILL_TO_ROUND_S}s")
+        wait_gloo(nodes[0], 1, 2)
+        finish(w, nodes[:2])
+        for n in nodes[:2]:
+            check_events_schema(n.events())
 
 
 def test_store_hosts_link_cut_ends_the_job_on_every_node():
@@ -145,6 +178,7 @@ def finish(w, nodes):
 TESTS = [
     test_wrong_endpoint_fails_within_the_join_timeout,
     test_killed_host_then_it_comes_back,
+    test_killed_supervisor_is_dropped_fast_with_default_settings,
     test_cut_link_then_healed,
     test_store_hosts_link_cut_ends_the_job_on_every_node,
 ]

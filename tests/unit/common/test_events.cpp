@@ -24,7 +24,7 @@ std::vector<ev::Payload> samples() {
       ev::SweptPredecessor{77, {101, 102}},
       ev::RoundEnded{3, "node b left"},
       ev::RendezvousClosed{4, "the job ended"},
-      ev::NodeLost{"nodeb", 12000},
+      ev::NodeLost{"nodeb", 12000, "no heartbeat for 12000 ms"},
       ev::RendezvousComplete{0, std::nullopt, std::nullopt, 2, 1},  // static: attempt
       ev::RendezvousComplete{std::nullopt, 2, 1, 4, 2},             // dynamic: round, node_rank
       ev::FilestoreCleaned{"/tmp/shared"},

@@ -670,3 +670,16 @@ TEST_CASE("rendezvous client: a leave pending when the job closes still finishes
     CHECK(s.notices<note::RunThen>().size() == 1);
   }
 }
+
+TEST_CASE("rendezvous client: after a reconnect the first store call names this node (a heartbeat at once)") {
+  Sim s;
+  s.admit();
+  s.run_until([&] { return s.waiting_on("rdzv/job/wake/" + kToken + "/0"); }, 300);
+  s.link = Link::Refused;
+  s.run_until([&] { return s.asked_count<req::Pause>() == 1; });
+  s.link = Link::Up;
+  s.run_until([&] { return !s.logs(note::Log::Info).empty(); });  // reconnected
+  const auto* add = std::get_if<req::Add>(&s.next);
+  REQUIRE(add != nullptr);  // not a WAIT first, nor the next heartbeat a second later
+  CHECK(add->key == kHb);
+}

@@ -289,3 +289,95 @@ TEST_CASE("rendezvous: the host leaving closes the job for everyone (its store g
   CHECK(closes[0].reason.find("rendezvous host h-h left") != std::string::npos);
   CHECK(closes[0].members.size() == 3);
 }
+
+TEST_CASE("rendezvous: a node whose store connection closed is dead after the grace, not the heartbeat timeout") {
+  RendezvousMachine m(policy(2, 3));  // heartbeat timeout 3000 ms, connection grace 1000 ms
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(join("c", 0));
+  CHECK(m.on(rdzv_event::ConnectionClosed{"c", ms(100)}).empty());  // suspected, not yet dead
+  CHECK(m.next_deadline() == ms(1100));
+  // The survivors' workers failed with c's: they rejoin, and wait for c (expected back).
+  CHECK(of<rdzv_decision::EndRound>(m.on(join("a", 400, 2, -1, 1))).size() == 1);
+  CHECK(of<rdzv_decision::Publish>(m.on(join("b", 450, 2, -1, 1))).empty());
+  CHECK(m.on(rdzv_event::Tick{ms(1099)}).empty());
+  auto ds = m.on(rdzv_event::Tick{ms(1100)});
+  auto lost = of<rdzv_decision::NodeLost>(ds);
+  REQUIRE(lost.size() == 1);
+  CHECK(lost[0].token == "c");
+  CHECK(lost[0].silent == ms(1100));
+  CHECK(lost[0].reason == "its store connection closed 1000 ms ago and it did not reconnect within the 1000 ms grace");
+  auto pub = of<rdzv_decision::Publish>(ds);  // everyone else is back: the next round at once
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.nodes.size() == 2);
+}
+
+TEST_CASE("rendezvous: a lost connection during a running round ends it at the grace, naming why") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(join("c", 0));
+  m.on(rdzv_event::ConnectionClosed{"b", ms(500)});
+  auto ds = m.on(rdzv_event::Tick{ms(1500)});
+  REQUIRE(of<rdzv_decision::NodeLost>(ds).size() == 1);
+  auto ends = of<rdzv_decision::EndRound>(ds);
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].reason ==
+        "lost node(s) h-b (its store connection closed 1000 ms ago and it did not reconnect within the 1000 ms grace)");
+}
+
+TEST_CASE("rendezvous: a node that reconnects within the grace is not dropped") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(join("c", 0));
+  m.on(rdzv_event::ConnectionClosed{"c", ms(100)});
+  CHECK(m.on(rdzv_event::Reconnected{"c", ms(700)}).empty());
+  CHECK(m.on(rdzv_event::Tick{ms(1100)}).empty());
+  CHECK(m.on(rdzv_event::Tick{ms(2000)}).empty());
+  CHECK(m.next_deadline() == ms(3000));  // only the heartbeats' deadlines are left (a and b: 0 + 3000)
+  // Closed again later: the grace counts from the new close.
+  for (const auto* t : {"a", "b", "c"}) m.on(rdzv_event::Heartbeat{t, ms(2500)});
+  m.on(rdzv_event::ConnectionClosed{"c", ms(2600)});
+  CHECK(m.on(rdzv_event::Tick{ms(3599)}).empty());
+  CHECK(of<rdzv_decision::NodeLost>(m.on(rdzv_event::Tick{ms(3600)})).size() == 1);
+  CHECK(m.phase() == RdzvPhase::Gathering);
+}
+
+TEST_CASE("rendezvous: a silent node (no close: a cut link) still waits out the heartbeat timeout") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(join("c", 0));
+  for (const auto* t : {"a", "b"}) m.on(rdzv_event::Heartbeat{t, ms(2000)});
+  CHECK(m.on(rdzv_event::Tick{ms(2999)}).empty());
+  auto lost = of<rdzv_decision::NodeLost>(m.on(rdzv_event::Tick{ms(3000)}));
+  REQUIRE(lost.size() == 1);
+  CHECK(lost[0].reason == "no heartbeat for 3000 ms");
+}
+
+TEST_CASE("rendezvous: a finished node's connection closing is not a death; nor is an unknown node's") {
+  RendezvousMachine m(policy(2, 3));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  m.on(join("c", 0));
+  m.on(rdzv_event::Done{"c", ms(100)});
+  CHECK(m.on(rdzv_event::ConnectionClosed{"c", ms(150)}).empty());
+  CHECK(m.on(rdzv_event::ConnectionClosed{"stranger", ms(150)}).empty());
+  CHECK(m.on(rdzv_event::Tick{ms(2000)}).empty());
+  m.on(rdzv_event::Done{"a", ms(2100)});
+  CHECK(of<rdzv_decision::AllDone>(m.on(rdzv_event::Done{"b", ms(2200)})).size() == 1);
+}
+
+TEST_CASE("rendezvous: a waiting node (joined, not admitted) whose connection closes is dropped after the grace") {
+  RendezvousMachine m(policy(1, 1));
+  m.on(join("a", 0));  // round 0 at MAX
+  m.on(join("w", 100));
+  CHECK(m.waiting() == 1);
+  m.on(rdzv_event::ConnectionClosed{"w", ms(200)});
+  auto lost = of<rdzv_decision::NodeLost>(m.on(rdzv_event::Tick{ms(1200)}));
+  REQUIRE(lost.size() == 1);
+  CHECK(lost[0].token == "w");
+  CHECK(m.waiting() == 0);
+  CHECK(m.phase() == RdzvPhase::Running);
+}

@@ -192,7 +192,7 @@ TEST_CASE("--rdzv-endpoint is parsed once: the static store address, or the c10d
 TEST_CASE("--rdzv-conf: ddp-launch's keys applied, torch's other keys warned about once, unknown keys refused") {
   auto p = plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf",
                  "join_timeout=5,last_call_timeout=2,keep_alive_interval=4,keep_alive_max_attempt=2,is_host=false,"
-                 "exit_barrier_timeout=9,store_lost_timeout=7",
+                 "exit_barrier_timeout=9,store_lost_timeout=7,connection_grace=0.5",
                  "t.py"});
   const auto& rc = *p.config.dynamic;
   CHECK(rc.policy.join_timeout == std::chrono::seconds(5));
@@ -201,6 +201,9 @@ TEST_CASE("--rdzv-conf: ddp-launch's keys applied, torch's other keys warned abo
   CHECK(rc.is_host == false);
   CHECK(rc.exit_barrier == std::chrono::seconds(9));
   CHECK(rc.store_lost_timeout == std::chrono::seconds(7));
+  CHECK(rc.policy.connection_grace == std::chrono::milliseconds(500));
+  CHECK(plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "t.py"}).config.dynamic->policy.connection_grace ==
+        std::chrono::seconds(1));
   CHECK(plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf", "heartbeat_timeout=3", "t.py"})
             .config.dynamic->policy.heartbeat_timeout == std::chrono::seconds(3));
   // TorchX's dist.ddp: join_timeout=600,close_timeout=600,timeout=600.

@@ -354,3 +354,20 @@ TEST_CASE("the key observer sees every client write with the key's new value") {
   CHECK(seen == std::vector<std::pair<std::string, std::string>>{
                     {"init/", "1"}, {"init/", "2"}, {"/k", "v"}, {"/k", "vw"}});
 }
+
+TEST_CASE("the connection observer sees every key a request names, and each connection's end once") {
+  Fixture f;
+  std::vector<std::pair<ConnId, std::string>> named;
+  std::vector<ConnId> closed;
+  f.state.set_connection_observer({[&](ConnId c, std::string_view k) { named.emplace_back(c, k); },
+                                   [&](ConnId c) { closed.push_back(c); }});
+  f.run(3, req(Op::Add, {"rdzv/x/hb/t1"}, {}, 1));
+  f.run(4, req(Op::Wait, {"rdzv/x/wake/t2/0", "rdzv/x/other"}));  // reads and waits too
+  f.run(3, req(Op::Ping));                                         // no key: nothing to report
+  CHECK(named == std::vector<std::pair<ConnId, std::string>>{
+                     {3, "rdzv/x/hb/t1"}, {4, "rdzv/x/wake/t2/0"}, {4, "rdzv/x/other"}});
+  f.state.disconnect(4);
+  f.state.disconnect(4);  // already gone (the server's close, then its drop): not reported again
+  f.state.disconnect(9);  // never connected
+  CHECK(closed == std::vector<ConnId>{4});
+}
