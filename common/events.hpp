@@ -160,6 +160,25 @@ struct RendezvousTimeout {
                    field("missing_local_ranks", self.missing_local_ranks);)
 };
 
+// The progress watchdog (`run --hang-timeout`): a rank made no progress for its timeout. The
+// attempt fails (restarted within --max-restarts unless --on-hang fail).
+struct HangDetected {
+  static constexpr std::string_view kType = "hang_detected";
+  int attempt = 0;
+  int suspect = 0;               // the global rank that went silent first
+  std::vector<int> ranks;        // every silent rank, the suspect first
+  std::vector<double> silent_s;  // seconds without progress, one per rank of `ranks`
+  std::vector<int> progressing;  // ranks still heard from
+  std::string hang_timeout;      // the setting: "5s", "auto"
+  double timeout_s = 0;          // the suspect's timeout (auto: learned)
+  std::optional<std::string> stacks_file;  // the ranks' stacks in the run directory; null: none taken
+  bool operator==(const HangDetected&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("suspect", self.suspect); field("ranks", self.ranks);
+                   field("silent_s", self.silent_s); field("progressing", self.progressing);
+                   field("hang_timeout", self.hang_timeout); field("timeout_s", self.timeout_s);
+                   field("stacks_file", self.stacks_file);)
+};
+
 struct RootCause {
   static constexpr std::string_view kType = "root_cause";
   int attempt = 0, rank = 0, local_rank = 0, pid = 0;
@@ -206,7 +225,7 @@ struct Unknown {
 
 using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
                              FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Unknown>;
+                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, HangDetected, Unknown>;
 
 // One line of the stream.
 struct Event {
