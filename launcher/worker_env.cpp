@@ -120,6 +120,7 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
   set(env::kUseAgentStore, in.use_agent_store ? "True" : "False");
   if (!in.error_file.empty()) set(env::kErrorFile, in.error_file);
   if (!in.filestore_path.empty()) set(env::kFileStorePath, in.filestore_path);
+  if (!in.heartbeat_file.empty()) set(env::kHeartbeatFile, in.heartbeat_file);
   for (auto name : {env::kNcclAsyncErrorHandling, env::kTorchNcclAsyncErrorHandling}) {
     if (!in.base_env.count(std::string(name))) set(name, "1");
   }
