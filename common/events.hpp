@@ -169,13 +169,16 @@ struct HangDetected {
   std::vector<int> ranks;        // every silent rank, the suspect first
   std::vector<double> silent_s;  // seconds without progress, one per rank of `ranks`
   std::vector<int> progressing;  // ranks still heard from
+  // How long before the next silent rank the suspect went silent (null: the only silent one); under
+  // 0.05 s the output could not tell the hung rank from the waiting ones.
+  std::optional<double> first_by_s;
   std::string hang_timeout;      // the setting: "5s", "auto"
   double timeout_s = 0;          // the suspect's timeout (auto: learned)
   std::optional<std::string> stacks_file;  // the ranks' stacks in the run directory; null: none taken
   bool operator==(const HangDetected&) const = default;
   DDP_EVENT_FIELDS(field("attempt", self.attempt); field("suspect", self.suspect); field("ranks", self.ranks);
                    field("silent_s", self.silent_s); field("progressing", self.progressing);
-                   field("hang_timeout", self.hang_timeout); field("timeout_s", self.timeout_s);
+                   field("first_by_s", self.first_by_s); field("hang_timeout", self.hang_timeout); field("timeout_s", self.timeout_s);
                    field("stacks_file", self.stacks_file);)
 };
 

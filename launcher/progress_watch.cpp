@@ -2,10 +2,23 @@
 
 #include <utility>
 
+#include "launcher/heartbeat_files.hpp"
+
 namespace ddp::launcher {
 
 ProgressWatch::ProgressWatch(boost::asio::io_context& io, HangTimeout setting, Hooks hooks)
-    : timer_(io), judge_(setting), hooks_(std::move(hooks)) {}
+    : io_(io), timer_(io), judge_(setting), hooks_(std::move(hooks)) {}
+
+ProgressWatch::~ProgressWatch() = default;
+
+void ProgressWatch::watch_heartbeats(const std::filesystem::path& dir) {
+  if (judge_.setting().mode == HangTimeout::Mode::Off) return;
+  heartbeats_ = std::make_unique<HeartbeatFiles>(io_, dir, [this](int local_rank) { on_progress(local_rank); });
+}
+
+std::string ProgressWatch::heartbeat_file(int local_rank) const {
+  return heartbeats_ ? heartbeats_->path_of(local_rank) : std::string();
+}
 
 void ProgressWatch::begin(int attempt, const std::vector<int>& global_ranks) {
   judge_.begin(attempt, global_ranks, ProgressClock::now());

@@ -8,7 +8,9 @@
 // the one-time notice, afterwards for the earliest deadline. Same pattern as RendezvousWatch.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +18,8 @@
 #include "launcher/progress_watchdog.hpp"
 
 namespace ddp::launcher {
+
+class HeartbeatFiles;
 
 class ProgressWatch {
  public:
@@ -25,6 +29,12 @@ class ProgressWatch {
   };
 
   ProgressWatch(boost::asio::io_context& io, HangTimeout setting, Hooks hooks);
+  ~ProgressWatch();
+
+  // Heartbeat files in `dir` (launcher/heartbeat_files.hpp) count as progress; not when off.
+  void watch_heartbeats(const std::filesystem::path& dir);
+  // The local rank's $DDP_HEARTBEAT_FILE; empty when there is none.
+  std::string heartbeat_file(int local_rank) const;
 
   // The attempt's ranks (global ranks by local rank) were all spawned: watch them from now.
   void begin(int attempt, const std::vector<int>& global_ranks);
@@ -43,6 +53,8 @@ class ProgressWatch {
   void check();
   void arm(ProgressTime at);
 
+  boost::asio::io_context& io_;
+  std::unique_ptr<HeartbeatFiles> heartbeats_;
   boost::asio::steady_timer timer_;
   ProgressWatchdog judge_;
   Hooks hooks_;

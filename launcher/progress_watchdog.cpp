@@ -40,11 +40,21 @@ std::string describe_hang_timeout(const HangTimeout& t) {
 
 std::string hang_report(const HangVerdict& v) {
   const auto& s = v.suspect();
-  std::string out = fmt::format(
-      "rank {} (local {}) made no progress for {:.1f} s (--hang-timeout {}{}) and went silent first: it hangs",
-      s.rank, s.local_rank, s.silent_s, v.setting,
-      v.setting == "auto" ? fmt::format(": {:.1f} s learned", v.timeout_s) : "");
-  for (std::size_t i = 1; i < v.silent.size(); ++i) {
+  const std::string setting =
+      v.setting == "auto" ? fmt::format("--hang-timeout auto: {:.1f} s learned", v.timeout_s) : "--hang-timeout " + v.setting;
+  std::string out;
+  if (v.suspect_is_clear()) {
+    out = fmt::format("rank {} (local {}) made no progress for {:.1f} s ({}) and went silent first: it hangs", s.rank,
+                      s.local_rank, s.silent_s, setting);
+  } else {
+    std::vector<int> ranks;
+    for (const auto& r : v.silent) ranks.push_back(r.rank);
+    out = fmt::format(
+        "ranks {} made no progress for {:.1f} s ({}) and went silent together (within {:.2f} s): their output "
+        "cannot tell which one hangs and which wait for it in a collective",
+        fmt::join(ranks, ", "), s.silent_s, setting, *v.first_by_s);
+  }
+  for (std::size_t i = 1; v.suspect_is_clear() && i < v.silent.size(); ++i) {
     const auto& w = v.silent[i];
     out += fmt::format("\n    rank {} (local {}) waited: silent for {:.1f} s, {:.1f} s after rank {} (blocked in a "
                        "collective, most likely)",
@@ -166,6 +176,7 @@ HangVerdict ProgressWatchdog::verdict(ProgressTime now, const Rank& first_due) c
     return a->last < b->last;
   });
   v.timeout_s = seconds(*timeout(*suspect));
+  if (silent.size() > 1) v.first_by_s = seconds(silent[1]->last - suspect->last);
   for (const Rank* r : silent) {
     v.silent.push_back(
         SilentRank{r->rank, static_cast<int>(r - ranks_.data()), seconds(std::chrono::nanoseconds(now - r->last))});

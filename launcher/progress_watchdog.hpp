@@ -69,9 +69,14 @@ struct HangVerdict {
   std::vector<SilentRank> silent;
   std::vector<int> progressing;  // global ranks
   std::vector<int> unwatched;    // global ranks that gave no progress signal (auto): not judged
+  // How long before the next silent rank the suspect went silent; nullopt when it is the only one.
+  // Under kBurst the output cannot tell the hung rank from the waiting ones (all printed their last
+  // line together, e.g. right after a collective): the report says so, and only stacks can tell.
+  std::optional<double> first_by_s;
   double timeout_s = 0;          // the suspect's timeout
   std::string setting;           // describe_hang_timeout
   const SilentRank& suspect() const { return silent.front(); }
+  bool suspect_is_clear() const { return !first_by_s || *first_by_s >= std::chrono::duration<double>(kBurst).count(); }
 };
 
 // The failure summary's root-cause text for a hang (the forensics' stacks are added by the caller).

@@ -23,6 +23,7 @@
 #include "launcher/guardian.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
+#include "launcher/progress_watch.hpp"
 #include "launcher/rendezvous_watch.hpp"
 #include "launcher/run_outputs.hpp"
 #include "launcher/run_record.hpp"
@@ -67,6 +68,9 @@ class Supervisor {
                   maybe_finish_drained();
                   maybe_restart_drained();
                 }),
+        progress_(io_, config.hang_timeout,
+                  {.hung = [this](const HangVerdict& v) { on_hang(v); },
+                   .notice = [](const std::string& text) { spdlog::warn("{}", text); }}),
         gpu_watch_(
             io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
             [this](const GpuSample& s) { on_gpu_sample(s); },
@@ -82,6 +86,7 @@ class Supervisor {
     // A temporary run directory is garbage once the guardian has cleaned up after a SIGKILLed us.
     if (config_.remove_run_dir) guardian_.remove_on_death(config_.run_dir);
     record_processes();
+    watch_progress();
     try {
       if (config_.dynamic) start_rendezvous();
       prepare_store();
@@ -134,6 +139,14 @@ class Supervisor {
     record_.sweep_predecessors([this](const SweptPredecessor& s) {
       events_.emit(
           events::SweptPredecessor{.supervisor_pid = s.supervisor_pid, .pids = {s.killed.begin(), s.killed.end()}});
+    });
+  }
+
+  // The hang watchdog's evidence: every output line of the current attempt, and heartbeat files.
+  void watch_progress() {
+    progress_.watch_heartbeats(config_.run_dir / "heartbeats");
+    router_.on_each_line([this](const RankOutput& r) {
+      if (r.attempt == machine_.attempt()) progress_.on_progress(r.local_rank);
     });
   }
 
@@ -229,6 +242,7 @@ class Supervisor {
     Worker* w = &worker;
     int attempt = machine_.attempt();
     auto actions = machine_.on(event::RankExited{x});
+    progress_.forget(x.local_rank);
     // The peers' teardown signal goes out before anything is written: the event file is off the
     // critical path of failure detection. The stream still reads rank_exited, then group_stopping.
     for (const auto& a : actions) {
@@ -290,6 +304,7 @@ class Supervisor {
     // Never a silent freeze at rendezvous (launcher/rendezvous_watch.hpp). Without our own store
     // (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
     if (store_.hosted() || config_.store_mode != StoreMode::Agent) rendezvous_watch_.arm(attempt);
+    progress_.begin(attempt, global_ranks(plan_));  // launcher/progress_watch.hpp
     record_processes();
   }
 
@@ -306,6 +321,7 @@ class Supervisor {
   void announce_stopping(int signo) {
     if (machine_.state() == GroupState::Stopping && !stopping_announced_) {
       stopping_announced_ = true;
+      progress_.stop();
       events_.emit(events::GroupStopping{.attempt = machine_.attempt(), .signal = signal_name(signo)});
     }
   }
@@ -370,6 +386,7 @@ class Supervisor {
     grace_timer_.cancel();
     backoff_timer_.cancel();
     rendezvous_watch_.cancel();
+    progress_.stop();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
     drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
@@ -426,6 +443,7 @@ class Supervisor {
     w->output.prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
     w->output.attempt = attempt;
     w->output.rank = ranks.rank;
+    w->output.local_rank = ranks.local_rank;
     fs::path dir = out_.rank_dir(attempt, ranks.local_rank);
     w->error_file = dir / "error.json";
     auto local = static_cast<std::size_t>(ranks.local_rank);
@@ -433,6 +451,7 @@ class Supervisor {
     // Dynamic: every node's workers of a round share one attempt number (torch 1.13's key prefix).
     auto in = worker_env_input(config_, ranks, master_addr_, master_port_, rdzv_ ? round_ : attempt,
                                w->error_file.string(), store_.filestore().string());
+    in.heartbeat_file = progress_.heartbeat_file(ranks.local_rank);
     auto launch = make_worker_launch(in, config_.worker_argv);
 
     Worker& started = *w;
@@ -453,6 +472,17 @@ class Supervisor {
     dispatch(event::RendezvousTimeout{attempt});
   }
 
+  // The progress watchdog found a hang (launcher/progress_watchdog.hpp): fail the attempt, naming
+  // the rank that went silent first. The forensics (every rank's stack, launcher/hang_forensics)
+  // belong here, before the kill: they fill stacks_file and add to the report.
+  void on_hang(const HangVerdict& v) {
+    std::optional<std::string> stacks_file;
+    hang_report_ = hang_report(v);
+    spdlog::error("hang detected: {}", hang_report_);
+    events_.emit(hang_detected_event(v, stacks_file));
+    dispatch(event::HangDetected{v.attempt});
+  }
+
   // launcher/failure_report.hpp. Read here, not at the reap: the final summary comes after the
   // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
@@ -460,6 +490,7 @@ class Supervisor {
     in.exit_code = exit_code_;
     in.rendezvous_report = rendezvous_watch_.report();
     in.rendezvous_close_reason = rdzv_close_reason_;
+    in.hang_report = hang_report_;
     in.node_rank = config_.plan.node_rank;
     in.node_name = node_name_;
     in.worker_argv = config_.worker_argv;
@@ -500,6 +531,8 @@ class Supervisor {
   RendezvousWatch rendezvous_watch_;
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
+  ProgressWatch progress_;  // the hang watchdog (--hang-timeout)
+  std::string hang_report_;  // its last finding, for the summary
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{guardian_};

@@ -51,6 +51,7 @@ events::HangDetected hang_detected_event(const HangVerdict& v, const std::option
                          .ranks = {},
                          .silent_s = {},
                          .progressing = v.progressing,
+                         .first_by_s = v.first_by_s,
                          .hang_timeout = v.setting,
                          .timeout_s = v.timeout_s,
                          .stacks_file = stacks_file};

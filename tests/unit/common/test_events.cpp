@@ -40,8 +40,8 @@ std::vector<ev::Payload> samples() {
       ev::RootCause{0, 1, 1, 556, ExitStatus::killed(SIGTERM), "lost a peer", std::nullopt},
       ev::GpuSample{0, 0, "GPU-abc", 87, 1024.5, 81920},
       ev::GpuLowUtil{1, 1, "0", 12.5, 61.0, "rank 1: GPU 0 under 50% for 61 s"},
-      ev::HangDetected{0, 1, {1, 0}, {5.25, 5.0}, {2}, "5s", 5.0, std::nullopt},
-      ev::HangDetected{2, 3, {3}, {150.5}, {}, "auto", 150.0, std::string("/tmp/r/attempt_2/stacks.txt")},
+      ev::HangDetected{0, 1, {1, 0}, {5.25, 5.0}, {2}, 0.25, "5s", 5.0, std::nullopt},
+      ev::HangDetected{2, 3, {3}, {150.5}, {}, std::nullopt, "auto", 150.0, std::string("/tmp/r/attempt_2/stacks.txt")},
       ev::Unknown{"from_the_future", json{{"x", 1}}},
   };
 }

@@ -84,10 +84,28 @@ TEST_CASE("DDP's reality: the rank that went silent first is the suspect, the ot
   CHECK(v.suspect().rank == 5);
   CHECK(v.suspect().local_rank == 1);
   CHECK(v.silent[1].silent_s == doctest::Approx(4.8));
+  CHECK(v.first_by_s == doctest::Approx(0.2));
+  CHECK(v.suspect_is_clear());
   CHECK(v.progressing.empty());
   auto text = hang_report(v);
   CHECK(text.find("rank 5 (local 1) made no progress for 5.0 s (--hang-timeout 5s) and went silent first") == 0);
   CHECK(text.find("rank 4 (local 0) waited: silent for 4.8 s, 0.2 s after rank 5") != std::string::npos);
+}
+
+TEST_CASE("ranks that went silent together (their last lines right after a collective): no clear suspect") {
+  ProgressWatchdog w(fixed(5000ms));
+  w.begin(0, {0, 1}, t0);
+  w.on_progress(0, t0 + 1000ms);
+  w.on_progress(1, t0 + 1010ms);
+  auto v = hung(w, t0 + 6s);
+  CHECK(v.suspect().rank == 0);
+  REQUIRE(v.first_by_s);
+  CHECK(*v.first_by_s == doctest::Approx(0.01));
+  CHECK_FALSE(v.suspect_is_clear());
+  auto text = hang_report(v);
+  CHECK(text.find("ranks 0, 1 made no progress for 5.0 s (--hang-timeout 5s) and went silent together") == 0);
+  CHECK(text.find("cannot tell which one hangs") != std::string::npos);
+  CHECK(text.find("waited") == std::string::npos);
 }
 
 TEST_CASE("a rank still heard from is progressing, not waiting") {

@@ -81,8 +81,9 @@ TEST_CASE("supervisor events: a hang names the suspect first, every silent rank'
   v.progressing = {6};
   v.timeout_s = 5;
   v.setting = "5s";
+  v.first_by_s = 0.25;
   auto e = hang_detected_event(v, std::nullopt);
-  CHECK(e == events::HangDetected{2, 5, {5, 4}, {7.5, 7.25}, {6}, "5s", 5.0, std::nullopt});
+  CHECK(e == events::HangDetected{2, 5, {5, 4}, {7.5, 7.25}, {6}, 0.25, "5s", 5.0, std::nullopt});
   CHECK(hang_detected_event(v, std::string("/r/stacks")).stacks_file == "/r/stacks");
 }
 
