@@ -21,10 +21,19 @@ struct RunMemory {
   std::string first_failure;              // "rank 1 exited with code 3: ValueError: boom"
   std::string previous_failure;           // the attempt before a `restarting`: what it restarts after
   std::string end_reason;                 // how the executor saw the run end ("Slurm job 12 COMPLETED ...")
+  // The current attempt was stopped by the hang watchdog: its text is the failure, and the exit
+  // code judged (decide_retry) is the suspect rank's (killed by the teardown: 128 + SIGTERM, or
+  // + SIGKILL when it ignored that).
+  std::optional<int> hang_suspect;
 };
 
+// "rank 1 hung: no progress for 5.0 s (--hang-timeout 5s); rank 0 waited": a hang_detected event
+// as the job's reason says it.
+std::string hang_text(const events::HangDetected& h);
+
 // Folds one supervisor event into `m`: rank_exited / root_cause (the failure; root_cause is the
-// verdict and replaces a rank_exited), restarting (a fresh attempt: the failure moves to
+// verdict and replaces a rank_exited), hang_detected (the failure, whatever the ranks' exits that
+// follow say; the suspect's exit gives the code), restarting (a fresh attempt: the failure moves to
 // previous_failure), finished (the supervisor's exit code). Other events change nothing here.
 void absorb_event(RunMemory& m, const events::Event& ev);
 

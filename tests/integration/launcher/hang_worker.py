@@ -18,6 +18,9 @@ ap.add_argument("--quiet-after", type=int, default=-1)
 ap.add_argument("--quiet-s", type=float, default=0)
 ap.add_argument("--heartbeat", action="store_true")
 ap.add_argument("--hang-mark", help="file: the hanging rank writes the wall time its hang began (not progress)")
+ap.add_argument("--hang-once", action="store_true",
+                help="hang on any attempt, but only while --hang-mark does not exist yet (a daemon's retry is "
+                     "attempt 0 again)")
 args = ap.parse_args()
 print("worker starting", flush=True)
 
@@ -38,7 +41,8 @@ def quiet_phase(seconds):
 
 
 def load_batch(step):
-    if attempt == 0 and rank == args.hang_rank and step == args.hang_step:
+    first = not os.path.exists(args.hang_mark) if args.hang_once else attempt == 0
+    if first and rank == args.hang_rank and step == args.hang_step:
         if args.hang_mark:
             with open(args.hang_mark, "w") as f:
                 f.write(repr(time.time()))
