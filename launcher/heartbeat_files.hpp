@@ -1,5 +1,5 @@
 #pragma once
-// The ranks' heartbeat files: <run_dir>/heartbeats/local_rank_<N>, one per local rank, named to
+// The ranks' heartbeat files: <run_dir>/attempt_<k>/heartbeats/local_rank_<N>, one per local rank, named to
 // each worker in $DDP_HEARTBEAT_FILE. A write, a touch or a close after opening one for writing is
 // progress evidence for the hang watchdog, seen through inotify on the supervisor's loop (one watch
 // on the directory): no polling, no wake-up while nobody writes.

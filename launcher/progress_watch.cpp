@@ -12,6 +12,7 @@ ProgressWatch::ProgressWatch(boost::asio::io_context& io, HangTimeout setting, H
 ProgressWatch::~ProgressWatch() = default;
 
 void ProgressWatch::watch_heartbeats(const std::filesystem::path& dir) {
+  heartbeats_.reset();
   if (judge_.setting().mode == HangTimeout::Mode::Off) return;
   heartbeats_ = std::make_unique<HeartbeatFiles>(io_, dir, [this](int local_rank) { on_progress(local_rank); });
 }

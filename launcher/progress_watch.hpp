@@ -31,7 +31,8 @@ class ProgressWatch {
   ProgressWatch(boost::asio::io_context& io, HangTimeout setting, Hooks hooks);
   ~ProgressWatch();
 
-  // Heartbeat files in `dir` (launcher/heartbeat_files.hpp) count as progress; not when off.
+  // Heartbeat files in `dir` (launcher/heartbeat_files.hpp) count as progress from now on (the
+  // last directory's watch ends); nothing when off.
   void watch_heartbeats(const std::filesystem::path& dir);
   // The local rank's $DDP_HEARTBEAT_FILE; empty when there is none.
   std::string heartbeat_file(int local_rank) const;

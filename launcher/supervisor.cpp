@@ -142,9 +142,9 @@ class Supervisor {
     });
   }
 
-  // The hang watchdog's evidence: every output line of the current attempt, and heartbeat files.
+  // The hang watchdog's evidence: every output line of the current attempt (and its heartbeat
+  // files, watched from each attempt's spawn).
   void watch_progress() {
-    progress_.watch_heartbeats(config_.run_dir / "heartbeats");
     router_.on_each_line([this](const RankOutput& r) {
       if (r.attempt == machine_.attempt()) progress_.on_progress(r.local_rank);
     });
@@ -281,6 +281,8 @@ class Supervisor {
     rendezvous_watch_.begin(a.attempt);
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
     out_.begin_attempt(a.attempt);
+    // Beside the ranks' directories (the daemon reads only numbered entries there).
+    progress_.watch_heartbeats(config_.run_dir / fmt::format("attempt_{}", a.attempt) / "heartbeats");
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
     spawn_from(a.attempt, 0);
   }
