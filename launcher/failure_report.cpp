@@ -73,7 +73,7 @@ FailureReport failure_report(const FailureReportInput& in) {
   // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
   bool first = in.stop_signal == 0 && !in.rendezvous_timed_out && !in.hang_detected;
   if (in.rendezvous_timed_out) out += fmt::format("  Root cause: {}\n", in.rendezvous_report);
-  if (in.hang_detected) out += fmt::format("  Root cause: {}\n", in.hang_report);
+  if (in.hang_detected && in.hang) out += fmt::format("  Root cause: {}\n", hang_report(*in.hang));
   if (!in.rendezvous_close_reason.empty()) {
     out += fmt::format("  Root cause: the rendezvous ended the job: {}\n", in.rendezvous_close_reason);
     first = false;

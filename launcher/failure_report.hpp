@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/progress_watchdog.hpp"
 #include "launcher/root_cause.hpp"
 #include "launcher/supervisor_machine.hpp"
 
@@ -43,7 +44,7 @@ struct FailureReportInput {
   std::string rendezvous_report;        // the watchdog's finding, when it timed out
   std::string rendezvous_close_reason;  // the dynamic rendezvous ended the job; empty: it did not
   bool hang_detected = false;           // SupervisorMachine::hang_detected()
-  std::string hang_report;              // the progress watchdog's finding (launcher/progress_watchdog.hpp)
+  std::optional<HangVerdict> hang;      // the progress watchdog's verdict (launcher/progress_watchdog.hpp)
   int node_rank = 0;                    // for ranks whose worker is unknown
   std::string node_name;
   std::vector<std::string> worker_argv;  // for the hint when torch is missing

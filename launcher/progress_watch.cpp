@@ -21,8 +21,8 @@ std::string ProgressWatch::heartbeat_file(int local_rank) const {
   return heartbeats_ ? heartbeats_->path_of(local_rank) : std::string();
 }
 
-void ProgressWatch::begin(int attempt, const std::vector<int>& global_ranks) {
-  judge_.begin(attempt, global_ranks, ProgressClock::now());
+void ProgressWatch::begin(int attempt, const std::vector<int>& global_ranks, int world_size) {
+  judge_.begin(attempt, global_ranks, ProgressClock::now(), world_size);
   check();
 }
 

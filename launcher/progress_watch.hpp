@@ -38,7 +38,7 @@ class ProgressWatch {
   std::string heartbeat_file(int local_rank) const;
 
   // The attempt's ranks (global ranks by local rank) were all spawned: watch them from now.
-  void begin(int attempt, const std::vector<int>& global_ranks);
+  void begin(int attempt, const std::vector<int>& global_ranks, int world_size = 0);
   // Progress evidence of a local rank of the current attempt (an output line, a heartbeat; the
   // torch elastic timer's requests may report here too). Cheap: a time recorded.
   void on_progress(int local_rank, ProgressTime t = ProgressClock::now());

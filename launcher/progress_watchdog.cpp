@@ -66,13 +66,18 @@ std::string hang_report(const HangVerdict& v) {
         "\n    no progress signal from rank(s) {} (no output, no heartbeat): not judged; the hang may be theirs",
         fmt::join(v.unwatched, ", "));
   }
+  if (v.other_nodes) {
+    out += "\n    ranks of other nodes are judged by their own supervisors: when theirs went silent first, the hang "
+           "is theirs and these ranks only waited";
+  }
   return out;
 }
 
 ProgressWatchdog::ProgressWatchdog(HangTimeout setting) : setting_(setting) {}
 
-void ProgressWatchdog::begin(int attempt, const std::vector<int>& global_ranks, ProgressTime now) {
+void ProgressWatchdog::begin(int attempt, const std::vector<int>& global_ranks, ProgressTime now, int world_size) {
   attempt_ = attempt;
+  other_nodes_ = world_size > static_cast<int>(global_ranks.size());
   active_ = setting_.mode != HangTimeout::Mode::Off;
   began_ = now;
   ranks_.clear();
@@ -157,6 +162,7 @@ HangVerdict ProgressWatchdog::verdict(ProgressTime now, const Rank& first_due) c
   HangVerdict v;
   v.attempt = attempt_;
   v.setting = describe_hang_timeout(setting_);
+  v.other_nodes = other_nodes_;
   const Rank* suspect = &first_due;
   std::vector<const Rank*> silent;
   for (const auto& r : ranks_) {

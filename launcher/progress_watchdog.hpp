@@ -75,6 +75,7 @@ struct HangVerdict {
   std::optional<double> first_by_s;
   double timeout_s = 0;          // the suspect's timeout
   std::string setting;           // describe_hang_timeout
+  bool other_nodes = false;      // the job has ranks on other nodes, which this judge does not see
   const SilentRank& suspect() const { return silent.front(); }
   bool suspect_is_clear() const { return !first_by_s || *first_by_s >= std::chrono::duration<double>(kBurst).count(); }
 };
@@ -87,8 +88,8 @@ class ProgressWatchdog {
   explicit ProgressWatchdog(HangTimeout setting);
 
   // A new attempt's ranks (global ranks by local rank) were spawned at `now`: everything learned
-  // of the last attempt is forgotten.
-  void begin(int attempt, const std::vector<int>& global_ranks, ProgressTime now);
+  // of the last attempt is forgotten. world_size: the job's (0: these ranks are all of it).
+  void begin(int attempt, const std::vector<int>& global_ranks, ProgressTime now, int world_size = 0);
   // Progress evidence of a local rank. Returns true when it changed the set of deadlines in a way
   // the driver's timer must learn of (a rank became watched): deadlines otherwise only move later,
   // so a timer armed for an earlier one just wakes, finds nothing due, and re-arms.
@@ -125,6 +126,7 @@ class ProgressWatchdog {
 
   HangTimeout setting_;
   int attempt_ = 0;
+  bool other_nodes_ = false;
   bool active_ = false;
   ProgressTime began_{};
   bool noticed_ = false;  // the no-signal notice is said once per run

@@ -306,7 +306,7 @@ class Supervisor {
     // Never a silent freeze at rendezvous (launcher/rendezvous_watch.hpp). Without our own store
     // (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
     if (store_.hosted() || config_.store_mode != StoreMode::Agent) rendezvous_watch_.arm(attempt);
-    progress_.begin(attempt, global_ranks(plan_));  // launcher/progress_watch.hpp
+    progress_.begin(attempt, global_ranks(plan_), plan_.front().world_size);  // launcher/progress_watch.hpp
     record_processes();
   }
 
@@ -479,8 +479,8 @@ class Supervisor {
   // belong here, before the kill: they fill stacks_file and add to the report.
   void on_hang(const HangVerdict& v) {
     std::optional<std::string> stacks_file;
-    hang_report_ = hang_report(v);
-    spdlog::error("hang detected: {}", hang_report_);
+    hang_ = v;
+    spdlog::error("hang detected: {}", hang_report(v));
     events_.emit(hang_detected_event(v, stacks_file));
     dispatch(event::HangDetected{v.attempt});
   }
@@ -492,7 +492,7 @@ class Supervisor {
     in.exit_code = exit_code_;
     in.rendezvous_report = rendezvous_watch_.report();
     in.rendezvous_close_reason = rdzv_close_reason_;
-    in.hang_report = hang_report_;
+    in.hang = hang_;
     in.node_rank = config_.plan.node_rank;
     in.node_name = node_name_;
     in.worker_argv = config_.worker_argv;
@@ -534,7 +534,7 @@ class Supervisor {
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
   ProgressWatch progress_;  // the hang watchdog (--hang-timeout)
-  std::string hang_report_;  // its last finding, for the summary
+  std::optional<HangVerdict> hang_;  // its last verdict, for the summary
   GpuWatch gpu_watch_;
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{guardian_};

@@ -163,10 +163,16 @@ TEST_CASE("failure report: a hang is the root cause, naming the suspect; the ran
   CHECK(in.hang_detected);
   in.exit_code = 1;
   in.node_name = "hostA";
-  in.hang_report = "rank 1 (local 1) made no progress for 5.1 s (--hang-timeout 5s) and went silent first: it hangs";
+  HangVerdict v;
+  v.silent = {{1, 1, 5.1}, {0, 0, 4.9}};
+  v.first_by_s = 0.2;
+  v.timeout_s = 5;
+  v.setting = "5s";
+  in.hang = v;
   in.evidence = {evidence(1), evidence(0)};
   auto r = failure_report(in);
-  CHECK(r.text.find("  Root cause: rank 1 (local 1) made no progress for 5.1 s") != std::string::npos);
+  CHECK(r.text.find("  Root cause: rank 1 (local 1) made no progress for 5.1 s (--hang-timeout 5s) and went silent "
+                    "first: it hangs\n    rank 0 (local 0) waited: silent for 4.9 s") != std::string::npos);
   CHECK(r.text.find("  Rank: rank 1 (local 1)") != std::string::npos);  // killed by our SIGTERM: no root cause
   CHECK(r.text.find("  Root cause: rank 0") == std::string::npos);
   CHECK_FALSE(r.root_cause);

@@ -108,6 +108,17 @@ TEST_CASE("ranks that went silent together (their last lines right after a colle
   CHECK(text.find("waited") == std::string::npos);
 }
 
+TEST_CASE("a job with ranks on other nodes: the report says they are judged elsewhere") {
+  ProgressWatchdog w(fixed(1000ms));
+  w.begin(0, {2, 3}, t0, 4);
+  auto v = hung(w, t0 + 1s);
+  CHECK(v.other_nodes);
+  CHECK(hang_report(v).find("ranks of other nodes are judged by their own supervisors") != std::string::npos);
+  ProgressWatchdog one(fixed(1000ms));
+  one.begin(0, {0, 1}, t0, 2);
+  CHECK_FALSE(hung(one, t0 + 1s).other_nodes);
+}
+
 TEST_CASE("a rank still heard from is progressing, not waiting") {
   ProgressWatchdog w(fixed(4000ms));
   w.begin(0, {0, 1, 2}, t0);
