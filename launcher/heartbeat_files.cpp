@@ -22,8 +22,7 @@ std::optional<int> heartbeat_local_rank(const std::string& file_name) {
   return n;
 }
 
-HeartbeatFiles::HeartbeatFiles(boost::asio::io_context& io, std::filesystem::path dir,
-                               std::function<void(int)> on_beat)
+HeartbeatFiles::HeartbeatFiles(boost::asio::io_context& io, std::filesystem::path dir, std::function<void(int)> on_beat)
     : dir_(std::move(dir)), inotify_(io) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);

@@ -24,8 +24,8 @@ class HeartbeatFiles;
 class ProgressWatch {
  public:
   struct Hooks {
-    std::function<void(const HangVerdict&)> hung;       // once per attempt; the watch stops
-    std::function<void(const std::string&)> notice;     // auto found no progress signal (once)
+    std::function<void(const HangVerdict&)> hung;    // once per attempt; the watch stops
+    std::function<void(const std::string&)> notice;  // auto found no progress signal (once)
   };
 
   ProgressWatch(boost::asio::io_context& io, HangTimeout setting, Hooks hooks);

@@ -20,10 +20,10 @@ HangTimeout parse_hang_timeout(const std::string& value) {
   if (value == "off") return {HangTimeout::Mode::Off, {}};
   auto s = parse_duration(value);
   if (!s || *s <= 0 || *s > kMaxDurationS) {
-    throw UsageError(fmt::format(
-        "--hang-timeout '{}': give auto (learn each rank's progress interval), off, or {} greater than 0 "
-        "(a rank silent that long hangs)",
-        value, kDurationForms));
+    throw UsageError(
+        fmt::format("--hang-timeout '{}': give auto (learn each rank's progress interval), off, or {} greater than 0 "
+                    "(a rank silent that long hangs)",
+                    value, kDurationForms));
   }
   if (*s < 0.001) throw UsageError(fmt::format("--hang-timeout '{}' is under 1 ms: give at least 1ms, or off", value));
   return {HangTimeout::Mode::Fixed, std::chrono::milliseconds(static_cast<long>(*s * 1000 + 0.5))};
@@ -40,8 +40,8 @@ std::string describe_hang_timeout(const HangTimeout& t) {
 
 std::string hang_report(const HangVerdict& v) {
   const auto& s = v.suspect();
-  const std::string setting =
-      v.setting == "auto" ? fmt::format("--hang-timeout auto: {:.1f} s learned", v.timeout_s) : "--hang-timeout " + v.setting;
+  const std::string setting = v.setting == "auto" ? fmt::format("--hang-timeout auto: {:.1f} s learned", v.timeout_s)
+                                                  : "--hang-timeout " + v.setting;
   std::string out;
   if (v.suspect_is_clear()) {
     out = fmt::format("rank {} (local {}) made no progress for {:.1f} s ({}) and went silent first: it hangs", s.rank,
@@ -56,9 +56,10 @@ std::string hang_report(const HangVerdict& v) {
   }
   for (std::size_t i = 1; v.suspect_is_clear() && i < v.silent.size(); ++i) {
     const auto& w = v.silent[i];
-    out += fmt::format("\n    rank {} (local {}) waited: silent for {:.1f} s, {:.1f} s after rank {} (blocked in a "
-                       "collective, most likely)",
-                       w.rank, w.local_rank, w.silent_s, s.silent_s - w.silent_s, s.rank);
+    out += fmt::format(
+        "\n    rank {} (local {}) waited: silent for {:.1f} s, {:.1f} s after rank {} (blocked in a "
+        "collective, most likely)",
+        w.rank, w.local_rank, w.silent_s, s.silent_s - w.silent_s, s.rank);
   }
   if (!v.progressing.empty()) out += fmt::format("\n    still progressing: rank(s) {}", fmt::join(v.progressing, ", "));
   if (!v.unwatched.empty()) {
@@ -67,8 +68,9 @@ std::string hang_report(const HangVerdict& v) {
         fmt::join(v.unwatched, ", "));
   }
   if (v.other_nodes) {
-    out += "\n    ranks of other nodes are judged by their own supervisors: when theirs went silent first, the hang "
-           "is theirs and these ranks only waited";
+    out +=
+        "\n    ranks of other nodes are judged by their own supervisors: when theirs went silent first, the hang "
+        "is theirs and these ranks only waited";
   }
   return out;
 }

@@ -73,9 +73,9 @@ struct HangVerdict {
   // Under kBurst the output cannot tell the hung rank from the waiting ones (all printed their last
   // line together, e.g. right after a collective): the report says so, and only stacks can tell.
   std::optional<double> first_by_s;
-  double timeout_s = 0;          // the suspect's timeout
-  std::string setting;           // describe_hang_timeout
-  bool other_nodes = false;      // the job has ranks on other nodes, which this judge does not see
+  double timeout_s = 0;      // the suspect's timeout
+  std::string setting;       // describe_hang_timeout
+  bool other_nodes = false;  // the job has ranks on other nodes, which this judge does not see
   const SilentRank& suspect() const { return silent.front(); }
   bool suspect_is_clear() const { return !first_by_s || *first_by_s >= std::chrono::duration<double>(kBurst).count(); }
 };
@@ -99,7 +99,7 @@ class ProgressWatchdog {
   void stop();  // nothing watched until the next begin
 
   struct NotDue {
-    std::optional<ProgressTime> next;  // when to look again; nullopt: nothing to wait for
+    std::optional<ProgressTime> next;   // when to look again; nullopt: nothing to wait for
     std::optional<std::string> notice;  // auto found no progress signal: say so once
   };
   struct Hung {

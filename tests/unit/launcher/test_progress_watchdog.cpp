@@ -192,7 +192,8 @@ TEST_CASE("auto: a burst of lines is one event (no warm-up, no learning from it)
   CHECK_FALSE(w.timeout_of(0));
 }
 
-TEST_CASE("auto: a rank without a progress signal stays unwatched, is listed as such, and no rank at all is said once") {
+TEST_CASE(
+    "auto: a rank without a progress signal stays unwatched, is listed as such, and no rank at all is said once") {
   ProgressWatchdog w(parse_hang_timeout("auto"));
   w.begin(0, {0, 1}, t0);
   // Nothing from anyone: look again when the floor has passed, then say so once.
