@@ -58,6 +58,11 @@ inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|i
 // `run --store file`: the FileStore file of this attempt (init_method="file://" + this value).
 // Fresh for every attempt; the supervisor removes it after the job.
 inline constexpr std::string_view kFileStorePath = "DDP_FILESTORE_PATH";
+// The rank's heartbeat file (<run_dir>/attempt_<k>/heartbeats/local_rank_<N>): a write, a touch or an open-for-write of it is
+// progress evidence for the hang watchdog (`run --hang-timeout`), seen through inotify, no polling.
+// Python without a package: open(os.environ["DDP_HEARTBEAT_FILE"], "w").close(); C++:
+// ddp::worker::heartbeat() (worker/heartbeat.hpp).
+inline constexpr std::string_view kHeartbeatFile = "DDP_HEARTBEAT_FILE";
 
 // --- batch policy (`run --global-batch B` or `--per-rank-batch b`), read by the examples/SDK ---
 // Global batch across all ranks (per-rank batch × WORLD_SIZE).

@@ -162,6 +162,28 @@ struct RendezvousTimeout {
                    field("missing_local_ranks", self.missing_local_ranks);)
 };
 
+// The progress watchdog (`run --hang-timeout`): a rank made no progress for its timeout. The
+// attempt fails (restarted within --max-restarts unless --on-hang fail).
+struct HangDetected {
+  static constexpr std::string_view kType = "hang_detected";
+  int attempt = 0;
+  int suspect = 0;               // the global rank that went silent first
+  std::vector<int> ranks;        // every silent rank, the suspect first
+  std::vector<double> silent_s;  // seconds without progress, one per rank of `ranks`
+  std::vector<int> progressing;  // ranks still heard from
+  // How long before the next silent rank the suspect went silent (null: the only silent one); under
+  // 0.05 s the output could not tell the hung rank from the waiting ones.
+  std::optional<double> first_by_s;
+  std::string hang_timeout;      // the setting: "5s", "auto"
+  double timeout_s = 0;          // the suspect's timeout (auto: learned)
+  std::optional<std::string> stacks_file;  // the ranks' stacks in the run directory; null: none taken
+  bool operator==(const HangDetected&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("suspect", self.suspect); field("ranks", self.ranks);
+                   field("silent_s", self.silent_s); field("progressing", self.progressing);
+                   field("first_by_s", self.first_by_s); field("hang_timeout", self.hang_timeout); field("timeout_s", self.timeout_s);
+                   field("stacks_file", self.stacks_file);)
+};
+
 struct RootCause {
   static constexpr std::string_view kType = "root_cause";
   int attempt = 0, rank = 0, local_rank = 0, pid = 0;
@@ -233,7 +255,7 @@ struct Unknown {
 
 using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
                              FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, Unknown>;
+                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, Unknown>;
 
 // One line of the stream.
 struct Event {

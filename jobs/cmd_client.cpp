@@ -165,6 +165,12 @@ Command add_status_command(CLI::App& app) {
                                        j["slurm_job_id"].get<std::string>(), j["slurm_job_id"].get<std::string>());
             }
             std::cout << fmt::format("  run dir:   {}\n", text_or_dash(j["run_dir"]));
+            if (j.contains("hangs") && !j["hangs"].empty()) {
+              const auto& last = j["hangs"].back();
+              std::cout << fmt::format("  hangs:     {} (last: run {} attempt {}: {})\n", j["hangs"].size(),
+                                       last["run"].get<int>(), last["attempt"].get<int>(),
+                                       last["text"].get<std::string>());
+            }
             return 0;
           }};
 }

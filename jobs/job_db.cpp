@@ -285,7 +285,7 @@ std::vector<TransitionRow> JobDb::transitions(JobId id) {
   return out;
 }
 
-std::vector<EventRow> JobDb::events(JobId id, std::optional<std::string> type) {
+std::vector<EventRow> JobDb::events(JobId id, std::optional<std::string> type) const {
   Stmt s(db_, type ? "SELECT time, run, type, data FROM events WHERE job_id=? AND type=? ORDER BY id"
                    : "SELECT time, run, type, data FROM events WHERE job_id=? ORDER BY id");
   s.bind(1, id);

@@ -79,7 +79,7 @@ class JobDb {
 
   std::vector<JobRecord> load_jobs();
   std::vector<TransitionRow> transitions(JobId id);
-  std::vector<EventRow> events(JobId id, std::optional<std::string> type = std::nullopt);
+  std::vector<EventRow> events(JobId id, std::optional<std::string> type = std::nullopt) const;
 
  private:
   void exec(const char* sql);

@@ -24,6 +24,9 @@ std::vector<std::string> group_options(const JobSpec& spec) {
       "--store",          d.store,
       "--backend",        d.backend,
   };
+  // The hang watchdog: run's defaults (auto, restart) unless the job says otherwise.
+  if (!d.hang_timeout.empty()) out.insert(out.end(), {"--hang-timeout", d.hang_timeout});
+  if (!d.on_hang.empty()) out.insert(out.end(), {"--on-hang", d.on_hang});
   if (d.batch_policy == BatchPolicy::GlobalBatch)
     out.insert(out.end(), {"--global-batch", std::to_string(d.batch_size)});
   if (d.batch_policy == BatchPolicy::PerRankBatch) {

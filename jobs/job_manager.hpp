@@ -19,7 +19,7 @@
 #include "common/events.hpp"
 #include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
-#include "jobs/inotify.hpp"
+#include "common/inotify.hpp"
 #include "jobs/job_db.hpp"
 #include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
@@ -64,7 +64,7 @@ class JobManager {
   // Called after any change of job `id` (log followers re-check their file).
   int subscribe(JobId id, std::function<void()> cb);
   void unsubscribe(int token);
-  Inotify& inotify() { return inotify_; }
+  ddp::Inotify& inotify() { return inotify_; }
 
  private:
   struct Job;
@@ -106,7 +106,7 @@ class JobManager {
   DaemonConfig config_;
   JobDb db_;
   Scheduler scheduler_;
-  Inotify inotify_;
+  ddp::Inotify inotify_;
   std::unique_ptr<Executor> local_, slurm_;
   // Fault injection (fault_injection.hpp; test builds only): SIGKILL itself once a run has started,
   // before its pid or Slurm id is committed, so the recovery of that window can be tested for real.

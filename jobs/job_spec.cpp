@@ -191,6 +191,19 @@ void read_distributed(Reader& r, const YAML::Node& n, JobSpec& spec) {
              [&](const YAML::Node& v) {
                if (auto x = r.duration(v, "distributed.shutdown_grace", kShutdownGraceRange)) d.shutdown_grace_s = *x;
              }},
+            {"hang_timeout",
+             [&](const YAML::Node& v) {
+               if (v.IsScalar() && (v.Scalar() == "auto" || v.Scalar() == "off")) {
+                 d.hang_timeout = v.Scalar();
+               } else if (auto x = r.duration(v, "distributed.hang_timeout (auto, off or a duration)",
+                                             kHangTimeoutRange)) {
+                 d.hang_timeout = format_seconds(*x);
+               }
+             }},
+            {"on_hang",
+             [&](const YAML::Node& v) {
+               if (auto x = r.choice(v, "distributed.on_hang", {"restart", "fail"})) d.on_hang = *x;
+             }},
             {"batch_policy",
              [&](const YAML::Node& v) {
                if (auto x = r.choice(v, "distributed.batch_policy", {"global_batch", "per_rank_batch"})) {

@@ -37,6 +37,8 @@ struct JobDistributed {
   std::string store = "agent";   // agent | rank0 | file: `ddp-launch run --store`
   int max_restarts = 0;          // worker-group restarts inside one supervisor (torchrun's)
   double shutdown_grace_s = 30;  // SIGTERM → SIGKILL when a group is stopped
+  std::string hang_timeout;      // `run --hang-timeout`: seconds, "auto" or "off"; empty: run's default (auto)
+  std::string on_hang;           // `run --on-hang`: restart | fail; empty: run's default (restart)
   BatchPolicy batch_policy = BatchPolicy::None;
   int batch_size = 0;  // the global or per-rank batch, per batch_policy
 };
@@ -107,6 +109,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file);
 // The duration fields' ranges (common/duration.hpp reads and checks them).
 inline constexpr DurationRange kTimeoutRange{0.001, kMaxDurationS};     // limits.timeout
 inline constexpr DurationRange kShutdownGraceRange{0, 86400};           // distributed.shutdown_grace
+inline constexpr DurationRange kHangTimeoutRange{0.001, kMaxDurationS};  // distributed.hang_timeout
 inline constexpr DurationRange kBackoffRange{0, 30 * 86400.0};          // restart.backoff.*
 inline constexpr DurationRange kSlurmTimeLimitRange{1, kMaxDurationS};  // slurm.time_limit
 

@@ -8,6 +8,7 @@
 #include "jobs/job_manager.hpp"
 #include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"
+#include "jobs/run_outcome.hpp"
 #include "launcher/metrics.hpp"
 
 namespace ddp::jobs {
@@ -30,6 +31,29 @@ json stragglers_json(const RunMemory& run) {
   }
   return out;
 }
+
+// The hang watchdog's findings over every run of the job (hang_detected events), oldest first.
+json hangs_of(const std::vector<EventRow>& rows) {
+  json out = json::array();
+  for (const auto& row : rows) {
+    try {
+      auto e = events::from_json(json::parse(row.data_json));
+      const auto* h = e.as<events::HangDetected>();
+      if (!h) continue;
+      out.push_back({{"run", row.run},
+                     {"attempt", h->attempt},
+                     {"time", row.time},
+                     {"suspect", h->suspect},
+                     {"ranks", h->ranks},
+                     {"silent_s", h->silent_s},
+                     {"text", hang_text(*h)}});
+    } catch (const std::exception&) {
+      // a line the daemon could not read was reported when it arrived
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 json JobManager::to_json(const Job& job, bool detail) const {
@@ -60,6 +84,7 @@ json JobManager::to_json(const Job& job, bool detail) const {
     j["spec"] = r.spec_yaml;
     j["run_dir"] = r.run_dir;
     j["stragglers"] = stragglers_json(job.run);
+    j["hangs"] = hangs_of(db_.events(r.id, "hang_detected"));
   }
   return j;
 }

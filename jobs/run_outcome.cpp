@@ -1,6 +1,7 @@
 #include "jobs/run_outcome.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -49,13 +50,36 @@ std::optional<RankFailure> rank_failure_of(int rank, const ExitStatus& status,
 
 }  // namespace
 
+std::string hang_text(const events::HangDetected& h) {
+  std::string out;
+  const double silent = h.silent_s.empty() ? 0 : h.silent_s.front();
+  if (h.first_by_s && *h.first_by_s < 0.05) {
+    out = fmt::format("ranks {} stopped making progress together ({:.1f} s, --hang-timeout {}): a hang",
+                      fmt::join(h.ranks, ", "), silent, h.hang_timeout);
+  } else {
+    out = fmt::format("rank {} hung: no progress for {:.1f} s (--hang-timeout {})", h.suspect, silent, h.hang_timeout);
+    if (h.ranks.size() > 1) {
+      out += fmt::format("; rank(s) {} waited",
+                         fmt::join(std::vector<int>(h.ranks.begin() + 1, h.ranks.end()), ", "));
+    }
+  }
+  if (h.stacks_file) out += fmt::format(" (stacks: {})", *h.stacks_file);
+  return out;
+}
+
 void absorb_event(RunMemory& m, const events::Event& ev) {
   // rank_exited comes in reap order, so its first failure may be a rank that only lost its peer;
   // root_cause (supervisors since the failure summary) is the verdict and replaces it. Older
   // streams have no root_cause: the first failing rank_exited stays the reason.
-  if (const auto* exited = ev.as<events::RankExited>()) {
+  if (const auto* hang = ev.as<events::HangDetected>()) {
+    m.first_failure = hang_text(*hang);
+    m.first_failure_code.reset();
+    m.hang_suspect = hang->suspect;
+  } else if (const auto* exited = ev.as<events::RankExited>()) {
     auto failure = rank_failure_of(exited->rank, exited->status, std::nullopt);
-    if (failure && !m.first_failure_code) {
+    if (failure && m.hang_suspect) {
+      if (exited->rank == *m.hang_suspect) m.first_failure_code = failure->code;  // the text stays the hang's
+    } else if (failure && !m.first_failure_code) {
       m.first_failure_code = failure->code;
       m.first_failure = failure->text;
     }
@@ -65,6 +89,7 @@ void absorb_event(RunMemory& m, const events::Event& ev) {
       m.first_failure = failure->text;
     }
   } else if (ev.as<events::Restarting>()) {
+    m.hang_suspect.reset();
     m.previous_failure = m.first_failure;
     m.first_failure_code.reset();
     m.first_failure.clear();

@@ -29,10 +29,19 @@ struct RunMemory {
     double time = 0;
   };
   std::map<int, StragglerSeen> stragglers;  // rank → its latest verdict in this run
+  // The current attempt was stopped by the hang watchdog: its text is the failure, and the exit
+  // code judged (decide_retry) is the suspect rank's (128 + SIGABRT when its stacks were taken,
+  // else killed by the teardown: 128 + SIGTERM, or + SIGKILL when it ignored that).
+  std::optional<int> hang_suspect;
 };
 
+// "rank 1 hung: no progress for 5.0 s (--hang-timeout 5s); rank 0 waited": a hang_detected event
+// as the job's reason says it.
+std::string hang_text(const events::HangDetected& h);
+
 // Folds one supervisor event into `m`: rank_exited / root_cause (the failure; root_cause is the
-// verdict and replaces a rank_exited), restarting (a fresh attempt: the failure moves to
+// verdict and replaces a rank_exited), hang_detected (the failure, whatever the ranks' exits that
+// follow say; the suspect's exit gives the code), restarting (a fresh attempt: the failure moves to
 // previous_failure), finished (the supervisor's exit code), straggler (the rank's latest verdict).
 // Other events change nothing here.
 void absorb_event(RunMemory& m, const events::Event& ev);

@@ -99,8 +99,9 @@ FailureReport failure_report(const FailureReportInput& in) {
   auto ordered = attribute_failures(in.failures, records, in.teardown_began);
   std::string out = fmt::format("\n{}\n", heading(in));
   // A handled signal stopped the job: the ranks' deaths are its consequence, not a root cause.
-  bool first = in.stop_signal == 0 && !in.rendezvous_timed_out;
+  bool first = in.stop_signal == 0 && !in.rendezvous_timed_out && !in.hang_detected;
   if (in.rendezvous_timed_out) out += fmt::format("  Root cause: {}\n", in.rendezvous_report);
+  if (in.hang_detected && in.hang) out += fmt::format("  Root cause: {}\n", hang_report(*in.hang)) + in.hang_evidence;
   if (!in.rendezvous_close_reason.empty()) {
     out += fmt::format("  Root cause: the rendezvous ended the job: {}\n", in.rendezvous_close_reason);
     first = false;
@@ -135,6 +136,7 @@ FailureReportInput failure_report_input(const SupervisorMachine& machine, bool f
   in.attempt = machine.attempt();
   in.stop_signal = machine.stop_signal();
   in.rendezvous_timed_out = machine.rendezvous_timed_out();
+  in.hang_detected = machine.hang_detected();
   in.failures = machine.failures();
   in.teardown_began = machine.teardown_began();
   return in;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/progress_watchdog.hpp"
 #include "launcher/root_cause.hpp"
 #include "launcher/supervisor_machine.hpp"
 
@@ -52,6 +53,9 @@ struct FailureReportInput {
   bool rendezvous_timed_out = false;
   std::string rendezvous_report;        // the watchdog's finding, when it timed out
   std::string rendezvous_close_reason;  // the dynamic rendezvous ended the job; empty: it did not
+  bool hang_detected = false;           // SupervisorMachine::hang_detected()
+  std::optional<HangVerdict> hang;      // the progress watchdog's verdict (launcher/progress_watchdog.hpp)
+  std::string hang_evidence;            // its stacks' summary and files (launcher/hang_response.hpp), lines
   int node_rank = 0;                    // for ranks whose worker is unknown
   std::string node_name;
   std::vector<std::string> worker_argv;  // for the hint when torch is missing

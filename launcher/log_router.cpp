@@ -181,6 +181,7 @@ void LogRouter::on_line(RankOutput& r, RankStream& s, FILE* console, std::string
   metrics_.on_line(r.attempt, r.rank, line);
   filtered_.on_line(r.attempt, is_stderr, r.prefix, line);
   if (s.console) console_.write(console, fmt::format("{}{}\n", r.prefix, line));
+  if (line_hook_) line_hook_(r);
 }
 
 }  // namespace ddp::launcher

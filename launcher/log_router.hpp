@@ -95,6 +95,7 @@ struct RankOutput {
   explicit RankOutput(boost::asio::io_context& io) : out(io), err(io) {}
   int attempt = 0;
   int rank = 0;        // global
+  int local_rank = 0;
   std::string prefix;  // of its console and filtered-log lines
   RankStream out;
   RankStream err;
@@ -116,6 +117,9 @@ class LogRouter {
   // Routes the rank's pipes (its files stdout.log/stderr.log in `dir`) and starts reading them.
   // `r` must outlive the reads (the supervisor keeps every attempt's ranks to its end).
   void start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRouting& routing, const std::filesystem::path& dir);
+  // Called for every whole line a rank printed (either stream), after it was routed: the hang
+  // watchdog's progress evidence. Must be cheap: it runs once per line.
+  void on_each_line(std::function<void(const RankOutput&)> hook) { line_hook_ = std::move(hook); }
 
  private:
   void read(RankOutput& r, RankStream& s, FILE* console);
@@ -129,6 +133,7 @@ class LogRouter {
   MetricsRecorder& metrics_;
   FilteredLogWriter& filtered_;
   std::function<void()> on_stream_end_;
+  std::function<void(const RankOutput&)> line_hook_;
   const bool slow_reads_;  // fault injection (common/fault_injection.hpp): slow-pipe-reads
 };
 

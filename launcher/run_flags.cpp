@@ -118,6 +118,13 @@ void add_store_and_output_flags(CLI::App* sub, RunArgs& a) {
                   "$TORCH_ELASTIC_SHUTDOWN_TIMEOUT: torchrun's names)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  sub->add_option("--hang-timeout,--hang_timeout", a.hang_timeout,
+                  "A rank silent (no output line, metric line or heartbeat) this long hangs: SECONDS (e.g. 300, 5m), "
+                  "auto (5 x the longest interval it showed, at least 60 s) or off")
+      ->capture_default_str();
+  sub->add_option("--on-hang,--on_hang", a.on_hang,
+                  "After a hang: restart the group (counts against --max-restarts) or fail the job")
+      ->capture_default_str();
 }
 
 // ddp-launch's own flags.

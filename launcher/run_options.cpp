@@ -257,6 +257,14 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
     throw UsageError(fmt::format("--max-restarts {} is negative: give 0 or more", a.max_restarts));
   c.max_restarts = a.max_restarts;
   c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a.rdzv_timeout * 1000));
+  c.hang_timeout = parse_hang_timeout(a.hang_timeout);
+  if (a.on_hang != "restart" && a.on_hang != "fail") {
+    throw UsageError(fmt::format(
+        "--on-hang '{}': give restart (a hang fails the attempt, restarted within --max-restarts) or fail "
+        "(a hang ends the job)",
+        a.on_hang));
+  }
+  c.restart_on_hang = a.on_hang == "restart";
   c.events_path = a.events;
   c.handled_signals = parse_signals(a.signals_to_handle);
   c.backend = a.backend;

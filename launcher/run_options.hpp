@@ -45,6 +45,8 @@ struct RunArgs {
   std::string logs_specs;
   double shutdown_grace = 30;
   double rdzv_timeout = 600;
+  std::string hang_timeout = "auto";
+  std::string on_hang = "restart";
   std::string events;
   std::string python;
   std::string backend = "gloo";

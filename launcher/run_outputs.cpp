@@ -41,7 +41,8 @@ void RunOutputs::finish(int exit_code, int attempts) {
   filtered.finish();
   bool kept_metrics = metrics.finish({{"exit_code", exit_code}, {"attempts", attempts}}, remove_run_dir_);
   std::error_code ec;
-  if (remove_run_dir_ && !kept_metrics) std::filesystem::remove_all(run_dir_, ec);
+  if (remove_run_dir_ && !kept_metrics && kept_.empty()) std::filesystem::remove_all(run_dir_, ec);
+  for (const auto& what : kept_) console.write(stderr, fmt::format("[ddp-launch]: {} (kept)\n", what));
   if (kept_metrics) {
     console.write(stderr, fmt::format("[ddp-launch]: metrics in {} (chart: ddp-launch report {})\n",
                                       metrics.csv_path().string(), run_dir_.string()));

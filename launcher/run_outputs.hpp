@@ -4,6 +4,8 @@
 // (launcher/file_writer.hpp). The log router (launcher/log_router.hpp) feeds them; the supervisor
 // flushes them before a failure summary and finishes them when the job is over.
 #include <filesystem>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "launcher/file_writer.hpp"
@@ -29,6 +31,9 @@ struct RunOutputs {
   // The job is over: everything queued is written (the reports count what was not). A temporary
   // run_dir goes unless it keeps metrics, and then the console says where they are.
   void finish(int exit_code, int attempts);
+  // Evidence the user must be able to read after the job (a hang's stacks): a temporary run_dir
+  // stays, and finish() says so, naming `what`.
+  void keep(std::string what) { kept_.push_back(std::move(what)); }
 
   Console console;
   FileWriter files;  // per-rank logs, filtered logs, metrics.csv
@@ -38,6 +43,7 @@ struct RunOutputs {
  private:
   std::filesystem::path run_dir_;
   bool remove_run_dir_;
+  std::vector<std::string> kept_;
 };
 
 }  // namespace ddp::launcher

@@ -22,8 +22,10 @@
 #include "launcher/file_timer_server.hpp"
 #include "launcher/gpu_watch.hpp"
 #include "launcher/guardian.hpp"
+#include "launcher/hang_response.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
+#include "launcher/progress_watch.hpp"
 #include "launcher/rendezvous_watch.hpp"
 #include "launcher/run_outputs.hpp"
 #include "launcher/run_record.hpp"
@@ -68,6 +70,9 @@ class Supervisor {
                   maybe_finish_drained();
                   maybe_restart_drained();
                 }),
+        progress_(io_, config.hang_timeout,
+                  {.hung = [this](const HangVerdict& v) { on_hang(v); },
+                   .notice = [](const std::string& text) { spdlog::warn("{}", text); }}),
         gpu_watch_(
             io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
             [this](const GpuSample& s) { on_gpu_sample(s); },
@@ -88,6 +93,7 @@ class Supervisor {
     // A temporary run directory is garbage once the guardian has cleaned up after a SIGKILLed us.
     if (config_.remove_run_dir) guardian_.remove_on_death(config_.run_dir);
     record_processes();
+    watch_progress();
     try {
       if (config_.dynamic) start_rendezvous();
       prepare_store();
@@ -141,6 +147,14 @@ class Supervisor {
     record_.sweep_predecessors([this](const SweptPredecessor& s) {
       events_.emit(
           events::SweptPredecessor{.supervisor_pid = s.supervisor_pid, .pids = {s.killed.begin(), s.killed.end()}});
+    });
+  }
+
+  // The hang watchdog's evidence: every output line of the current attempt (and its heartbeat
+  // files, watched from each attempt's spawn).
+  void watch_progress() {
+    router_.on_each_line([this](const RankOutput& r) {
+      if (r.attempt == machine_.attempt()) progress_.on_progress(r.local_rank);
     });
   }
 
@@ -235,9 +249,14 @@ class Supervisor {
   }
 
   void on_reaped(Worker& worker, const RankExit& x) {
+    if (hang_response_.busy()) {  // its exit is the stack collection's: acted on after it
+      held_exits_.emplace_back(&worker, x);
+      return;
+    }
     Worker* w = &worker;
     int attempt = machine_.attempt();
     auto actions = machine_.on(event::RankExited{x});
+    progress_.forget(x.local_rank);
     // The peers' teardown signal goes out before anything is written: the event file is off the
     // critical path of failure detection. The stream still reads rank_exited, then group_stopping.
     for (const auto& a : actions) {
@@ -277,6 +296,8 @@ class Supervisor {
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
     file_timer_.new_attempt();
     out_.begin_attempt(a.attempt);
+    // Beside the ranks' directories (the daemon reads only numbered entries there).
+    progress_.watch_heartbeats(config_.run_dir / fmt::format("attempt_{}", a.attempt) / "heartbeats");
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
     spawn_from(a.attempt, 0);
   }
@@ -300,6 +321,7 @@ class Supervisor {
     // Never a silent freeze at rendezvous (launcher/rendezvous_watch.hpp). Without our own store
     // (rank0, file) the evidence is weaker: launcher/rendezvous_evidence.hpp.
     if (store_.hosted() || config_.store_mode != StoreMode::Agent) rendezvous_watch_.arm(attempt);
+    progress_.begin(attempt, global_ranks(plan_), plan_.front().world_size);  // launcher/progress_watch.hpp
     record_processes();
   }
 
@@ -316,6 +338,7 @@ class Supervisor {
   void announce_stopping(int signo) {
     if (machine_.state() == GroupState::Stopping && !stopping_announced_) {
       stopping_announced_ = true;
+      progress_.stop();
       events_.emit(events::GroupStopping{.attempt = machine_.attempt(), .signal = signal_name(signo)});
     }
   }
@@ -380,6 +403,7 @@ class Supervisor {
     grace_timer_.cancel();
     backoff_timer_.cancel();
     rendezvous_watch_.cancel();
+    progress_.stop();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
     drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
@@ -437,6 +461,7 @@ class Supervisor {
     w->output.prefix = rank_line_prefix(config_.line_prefix_template, ranks, multi_node(), node_name_);
     w->output.attempt = attempt;
     w->output.rank = ranks.rank;
+    w->output.local_rank = ranks.local_rank;
     fs::path dir = out_.rank_dir(attempt, ranks.local_rank);
     w->error_file = dir / "error.json";
     auto local = static_cast<std::size_t>(ranks.local_rank);
@@ -445,6 +470,7 @@ class Supervisor {
     auto in = worker_env_input(config_, ranks, master_addr_, master_port_, rdzv_ ? round_ : attempt,
                                w->error_file.string(), store_.filestore().string());
     in.timer_file = file_timer_.path();
+    in.heartbeat_file = progress_.heartbeat_file(ranks.local_rank);
     auto launch = make_worker_launch(in, config_.worker_argv);
 
     Worker& started = *w;
@@ -465,6 +491,38 @@ class Supervisor {
     dispatch(event::RendezvousTimeout{attempt});
   }
 
+  // The progress watchdog found a hang (launcher/progress_watchdog.hpp): take the evidence first
+  // (launcher/hang_response.hpp: NCCL's flight recorder, every rank's stacks), then fail the
+  // attempt, naming the rank that went silent first. The ranks' exits meanwhile are held back.
+  void on_hang(const HangVerdict& v) {
+    if (machine_.state() != GroupState::Running || v.attempt != machine_.attempt() || hang_response_.busy()) return;
+    hang_ = v;
+    hang_evidence_.reset();
+    spdlog::error("hang detected: {}; taking every rank's stacks before stopping the group", hang_report(v));
+    HangResponseRequest req;
+    const auto dir = config_.run_dir / fmt::format("attempt_{}", v.attempt);
+    req.stacks_file = dir / "hang_stacks.txt";
+    req.suspect = v.suspect().rank;
+    if (uses_nccl(config_.backend, config_.base_env)) {
+      req.nccl_store = store_.server();
+      req.nccl_prefix = (dir / "nccl_trace_rank_").string();
+    }
+    for (const auto& r : plan_) {
+      Worker* w = workers_.of(r.local_rank);
+      if (w && w->alive) req.targets.push_back({r.rank, r.local_rank, w->pid, &w->output});
+    }
+    hang_response_.gather(std::move(req), [this, v](HangEvidence e) { on_hang_evidence(v, std::move(e)); });
+  }
+
+  void on_hang_evidence(const HangVerdict& v, HangEvidence e) {
+    const auto& file = e.stacks.stacks_file;
+    events_.emit(hang_detected_event(v, file.empty() ? std::nullopt : std::optional(file.string())));
+    if (!file.empty()) out_.keep(fmt::format("the hung attempt {}'s stacks: {}", v.attempt, file.string()));
+    hang_evidence_ = std::move(e);
+    dispatch(event::HangDetected{v.attempt});
+    for (auto [w, x] : std::exchange(held_exits_, {})) on_reaped(*w, x);
+  }
+
   // launcher/failure_report.hpp. Read here, not at the reap: the final summary comes after the
   // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
   void report_failures(bool final) {
@@ -472,6 +530,8 @@ class Supervisor {
     in.exit_code = exit_code_;
     in.rendezvous_report = rendezvous_watch_.report();
     in.rendezvous_close_reason = rdzv_close_reason_;
+    in.hang = hang_;
+    if (hang_evidence_) in.hang_evidence = hang_evidence_text(*hang_evidence_);
     in.node_rank = config_.plan.node_rank;
     in.node_name = node_name_;
     in.worker_argv = config_.worker_argv;
@@ -485,6 +545,13 @@ class Supervisor {
   void on_timer_expired(const TimerExpiry& e, double sent_at) {
     if (e.signal > 0) workers_.record_timer_kill(e, sent_at);
     events_.emit(timer_expired_event(machine_.attempt(), e));
+  }
+
+  // A torch elastic timer request of a rank: progress evidence for the hang watchdog.
+  void on_timer_request(int rank) {
+    for (const auto& r : plan_) {
+      if (r.rank == rank) progress_.on_progress(r.local_rank);
+    }
   }
 
   // GPU watch samples: into the event stream and metrics.csv (no step).
@@ -528,6 +595,11 @@ class Supervisor {
   RendezvousWatch rendezvous_watch_;
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
+  ProgressWatch progress_;  // the hang watchdog (--hang-timeout)
+  std::optional<HangVerdict> hang_;  // its last verdict, for the summary
+  HangResponse hang_response_{io_};  // the evidence taken before the kill
+  std::optional<HangEvidence> hang_evidence_;
+  std::vector<std::pair<Worker*, RankExit>> held_exits_;  // reaped while the stacks were taken
   GpuWatch gpu_watch_;
   std::optional<StragglerWatch> stragglers_;
   std::uint16_t master_port_ = 0;
@@ -537,7 +609,7 @@ class Supervisor {
                               file_timer_setup(config_.base_env, config_.run_dir.string()),
                               {.rank_of = [this](pid_t pid) { return workers_.rank_of_pid(pid); },
                                .expired = [this](const TimerExpiry& e, double at) { on_timer_expired(e, at); },
-                               .on_request = {}}};
+                               .on_request = [this](int rank) { on_timer_request(rank); }}};
   bool stopping_announced_ = false;
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;

@@ -10,6 +10,7 @@
 
 #include "launcher/gpu_watch_core.hpp"
 #include "launcher/metrics.hpp"
+#include "launcher/progress_watchdog.hpp"
 #include "launcher/rank_log_lines.hpp"
 #include "launcher/rank_plan.hpp"
 #include "launcher/rendezvous.hpp"
@@ -33,6 +34,9 @@ struct SupervisorConfig {
   std::chrono::milliseconds restart_backoff{100};
   // Every rank must reach the store within this, or the attempt fails naming the missing ones.
   std::chrono::milliseconds rendezvous_timeout{600000};
+  // --hang-timeout (launcher/progress_watchdog.hpp) and --on-hang restart|fail.
+  HangTimeout hang_timeout;
+  bool restart_on_hang = true;
   std::string run_id = "none";
   std::filesystem::path run_dir;  // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
   // --log-dir: run_dir is this run's <run_id>_<random> inside it (torchrun's layout). Runs share

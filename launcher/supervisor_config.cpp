@@ -31,7 +31,8 @@ SupervisorPolicy supervisor_policy(const SupervisorConfig& config) {
                           .restart_backoff = config.restart_backoff,
                           .max_backoff = std::chrono::milliseconds(10000),
                           .defer_restart_charge = config.dynamic.has_value(),
-                          .exit_barrier = config.dynamic.has_value()};
+                          .exit_barrier = config.dynamic.has_value(),
+                          .restart_on_hang = config.restart_on_hang};
 }
 
 WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssignment& ranks,

@@ -46,6 +46,23 @@ events::RootCause root_cause_event(const RootCauseEvent& rc) {
                            .error = rc.error};
 }
 
+events::HangDetected hang_detected_event(const HangVerdict& v, const std::optional<std::string>& stacks_file) {
+  events::HangDetected e{.attempt = v.attempt,
+                         .suspect = v.suspect().rank,
+                         .ranks = {},
+                         .silent_s = {},
+                         .progressing = v.progressing,
+                         .first_by_s = v.first_by_s,
+                         .hang_timeout = v.setting,
+                         .timeout_s = v.timeout_s,
+                         .stacks_file = stacks_file};
+  for (const auto& s : v.silent) {
+    e.ranks.push_back(s.rank);
+    e.silent_s.push_back(s.silent_s);
+  }
+  return e;
+}
+
 events::GpuSample gpu_sample_event(const GpuSample& s) {
   return events::GpuSample{.rank = s.rank,
                            .local_rank = s.local_rank,

@@ -30,6 +30,8 @@ events::RendezvousComplete rendezvous_complete_event(int attempt, int world_size
 events::RendezvousComplete rendezvous_complete_event(const RoundAssignment& round);
 
 events::RootCause root_cause_event(const RootCauseEvent& rc);
+// The progress watchdog's verdict; stacks_file: where the forensics wrote the ranks' stacks.
+events::HangDetected hang_detected_event(const HangVerdict& v, const std::optional<std::string>& stacks_file);
 events::GpuSample gpu_sample_event(const GpuSample& s);
 events::GpuLowUtil gpu_low_util_event(const GpuSample& s, const LowUtilAlert& a, const std::string& message);
 events::Straggler straggler_event(int attempt, const StragglerVerdict& v);

@@ -43,6 +43,7 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   teardown_began_.reset();
   teardown_signals_.clear();
   rendezvous_timed_out_ = false;
+  hang_detected_ = false;
   stop_signal_ = 0;
   round_stop_ = RoundStop::None;
   return {action::ResetStore{}, action::SpawnGroup{attempt_}};
@@ -124,6 +125,12 @@ std::vector<Action> SupervisorMachine::handle(const event::RendezvousTimeout& e)
   return stop_group(SIGTERM);
 }
 
+std::vector<Action> SupervisorMachine::handle(const event::HangDetected& e) {
+  if (state_ != GroupState::Running || e.attempt != attempt_) return {};
+  hang_detected_ = true;  // a failure like a rank's: the restart budget applies (--on-hang restart)
+  return stop_group(SIGTERM);
+}
+
 std::vector<Action> SupervisorMachine::handle(const event::RoundEnded& e) {
   if (state_ == GroupState::Running) {
     round_stop_ = e.closed ? RoundStop::Closed : RoundStop::Rejoin;
@@ -154,6 +161,7 @@ std::vector<Action> SupervisorMachine::handle(const event::RoundAdmitted& e) {
 std::vector<Action> SupervisorMachine::group_gone() {
   if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
   if (round_stop_ == RoundStop::Closed) return finish(GroupState::Failed, 1);
+  if (hang_detected_ && !policy_.restart_on_hang) return finish(GroupState::Failed, 1);  // --on-hang fail
   if (round_stop_ == RoundStop::Rejoin) {
     state_ = GroupState::Restarting;
     return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};

@@ -9,6 +9,7 @@
 //   RUNNING: all ranks exit 0 → SUCCEEDED
 //            first non-zero exit → STOPPING(failure): SIGTERM every group, arm grace
 //            handled signal      → STOPPING(signal): forward it, arm grace
+//            rendezvous timeout, hang detected → STOPPING(failure), as a failed rank
 //   STOPPING: grace fires → SIGKILL; second SIGINT → SIGKILL at once; a spawn cut short by the
 //             stop (SpawnAbandoned): the ranks never started count as gone
 //             last rank gone → restart (if failure and budget left: backoff, reset store, respawn)
@@ -65,6 +66,11 @@ struct GraceExpired {
 struct RendezvousTimeout {
   int attempt;
 };
+// A rank made no progress for the hang timeout (the shell's progress watchdog): a failed attempt,
+// restarted within the budget unless the policy says fail (--on-hang fail).
+struct HangDetected {
+  int attempt;
+};
 struct BackoffExpired {
   int attempt;
 };
@@ -92,7 +98,7 @@ struct OutputDrained {};
 struct ExitBarrierPassed {};
 }  // namespace event
 using Event = std::variant<event::Start, event::RankExited, event::SignalReceived, event::GraceExpired,
-                           event::RendezvousTimeout, event::BackoffExpired, event::RoundEnded, event::RoundAdmitted,
+                           event::RendezvousTimeout, event::HangDetected, event::BackoffExpired, event::RoundEnded, event::RoundAdmitted,
                            event::SpawnAbandoned, event::OutputDrained, event::ExitBarrierPassed>;
 
 namespace action {
@@ -135,6 +141,8 @@ struct SupervisorPolicy {
   // Dynamic rendezvous: before it exits, the node waits until every node finished (the host keeps
   // the store up for them).
   bool exit_barrier = false;
+  // --on-hang restart (true) or fail: whether a hang may be restarted (within max_restarts).
+  bool restart_on_hang = true;
 };
 
 class SupervisorMachine {
@@ -157,6 +165,8 @@ class SupervisorMachine {
   int stop_signal() const { return stop_signal_; }
   // The attempt that ended last was stopped because its rendezvous timed out.
   bool rendezvous_timed_out() const { return rendezvous_timed_out_; }
+  // The attempt that ended last was stopped because a rank hung (HangDetected).
+  bool hang_detected() const { return hang_detected_; }
   // The last stop came from the dynamic rendezvous (RoundEnded), not from a rank of this node.
   bool stopped_by_round() const { return round_stop_ != RoundStop::None; }
 
@@ -166,6 +176,7 @@ class SupervisorMachine {
   std::vector<Action> handle(const event::SignalReceived&);
   std::vector<Action> handle(const event::GraceExpired&);
   std::vector<Action> handle(const event::RendezvousTimeout&);
+  std::vector<Action> handle(const event::HangDetected&);
   std::vector<Action> handle(const event::BackoffExpired&);
   std::vector<Action> handle(const event::RoundEnded&);
   std::vector<Action> handle(const event::RoundAdmitted&);
@@ -188,6 +199,7 @@ class SupervisorMachine {
   std::optional<double> teardown_began_;
   std::vector<int> teardown_signals_;  // what this attempt's teardown sent so far
   bool rendezvous_timed_out_ = false;
+  bool hang_detected_ = false;
   int stop_signal_ = 0;     // the handled signal that stopped the group (0: a failure did)
   int restarts_spent_ = 0;  // restarts after failures (membership changes are free)
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;

@@ -144,6 +144,7 @@ WorkerLaunch make_worker_launch(const WorkerEnvInput& in, const std::vector<std:
   if (!in.error_file.empty()) set(env::kErrorFile, in.error_file);
   if (!in.filestore_path.empty()) set(env::kFileStorePath, in.filestore_path);
   if (!in.timer_file.empty()) set(env::kTimerFile, in.timer_file);
+  if (!in.heartbeat_file.empty()) set(env::kHeartbeatFile, in.heartbeat_file);
   for (auto name : {env::kNcclAsyncErrorHandling, env::kTorchNcclAsyncErrorHandling}) {
     if (!in.base_env.count(std::string(name))) set(name, "1");
   }

@@ -27,6 +27,7 @@ struct WorkerEnvInput {
   std::string backend = "gloo";  // for the {backend} placeholder
   std::string filestore_path;    // --store file: DDP_FILESTORE_PATH and {filestore_url}; empty: none
   std::string timer_file;        // the torch elastic timer's FIFO: TORCHELASTIC_TIMER_FILE; empty: none
+  std::string heartbeat_file;    // DDP_HEARTBEAT_FILE (the hang watchdog's); empty: none
   EnvMap base_env;               // the supervisor's own environment, inherited
   // torchrun's --virtual-local-rank (torch 2.x): LOCAL_RANK=0, CUDA_VISIBLE_DEVICES = this rank's
   // device only (its entry of the inherited list, else its local rank).

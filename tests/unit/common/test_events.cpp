@@ -43,6 +43,8 @@ std::vector<ev::Payload> samples() {
       ev::Straggler{0, 1, 0.41, 0.21, 0.52},
       ev::TimerExpired{0, 1, 4242, "/w/train.py#12", 1796318085.25, std::string("SIGKILL")},
       ev::TimerExpired{1, 0, 4243, "step", 1796318086.5, std::nullopt},
+      ev::HangDetected{0, 1, {1, 0}, {5.25, 5.0}, {2}, 0.25, "5s", 5.0, std::nullopt},
+      ev::HangDetected{2, 3, {3}, {150.5}, {}, std::nullopt, "auto", 150.0, std::string("/tmp/r/attempt_2/stacks.txt")},
       ev::Unknown{"from_the_future", json{{"x", 1}}},
   };
 }

@@ -237,6 +237,30 @@ TEST_CASE("every duration is range-checked: no overflow into 'expired at once', 
   CHECK(*parse_job_spec("name: a\ncommand: [x]\nlimits: {timeout: 1ms}\n", "j").timeout_s == 0.001);
 }
 
+TEST_CASE("distributed.hang_timeout and on_hang: run's flags when given, run's defaults otherwise") {
+  LaunchContext ctx{"/bin/ddp-launch", "1", "/l", "/e.jsonl", {}};
+  auto plain = launch_argv(parse_job_spec("name: a\ncommand: [x]\n", "j"), ctx);
+  CHECK(std::find(plain.begin(), plain.end(), "--hang-timeout") == plain.end());
+  CHECK(std::find(plain.begin(), plain.end(), "--on-hang") == plain.end());
+  auto s = parse_job_spec("name: a\ncommand: [x]\ndistributed: {hang_timeout: 90s, on_hang: fail}\n", "j");
+  auto argv = launch_argv(s, ctx);
+  auto at = std::find(argv.begin(), argv.end(), "--hang-timeout");
+  REQUIRE(at != argv.end());
+  CHECK(*(at + 1) == "90");
+  auto on = std::find(argv.begin(), argv.end(), "--on-hang");
+  REQUIRE(on != argv.end());
+  CHECK(*(on + 1) == "fail");
+  CHECK(parse_job_spec("name: a\ncommand: [x]\ndistributed: {hang_timeout: off}\n", "j").distributed.hang_timeout ==
+        "off");
+  CHECK(parse_job_spec("name: a\ncommand: [x]\ndistributed: {hang_timeout: auto}\n", "j").distributed.hang_timeout ==
+        "auto");
+  check_problems({
+      {"distributed: {hang_timeout: soon}\n", "distributed.hang_timeout (auto, off or a duration) must be"},
+      {"distributed: {hang_timeout: 0}\n", "distributed.hang_timeout (auto, off or a duration) must be at least 1ms"},
+      {"distributed: {on_hang: retry}\n", "distributed.on_hang must be one of restart | fail"},
+  });
+}
+
 TEST_CASE("a key given twice is an error at the second one, naming the first") {
   check_problems({
       {"priority: 1\npriority: 2\n", "job.yaml:4:1: duplicate key 'priority' (first given at line 3, column 1)"},

@@ -51,6 +51,30 @@ TEST_CASE("restarting starts a fresh attempt: the failure moves to previous_fail
   CHECK(m.finished_exit == 0);
 }
 
+TEST_CASE("a hang is the failure: its text stays, the suspect's exit gives the code a retry policy judges") {
+  ev::HangDetected hang{0, 1, {1, 0}, {5.04, 4.8}, {}, 0.24, "5s", 5.0, std::nullopt};
+  // The teardown's exits follow, the waiting rank 0 first.
+  auto m = fold({hang, rank_exited(0, ExitStatus::killed(SIGTERM)), rank_exited(1, ExitStatus::killed(SIGKILL))});
+  CHECK(m.first_failure == "rank 1 hung: no progress for 5.0 s (--hang-timeout 5s); rank(s) 0 waited");
+  CHECK(m.first_failure_code == 128 + SIGKILL);
+  JobSpec spec;
+  spec.restart.policy = RestartPolicy::ExitCode;
+  spec.restart.max_retries = 2;
+  CHECK(decide_retry(spec, 1, m.first_failure_code, std::nullopt).retry);  // 128-255 by default
+  spec.restart.policy = RestartPolicy::OnFailure;
+  CHECK(decide_retry(spec, 1, m.first_failure_code, std::nullopt).retry);
+  CHECK_FALSE(judge_run(m, RunEnd{exited(1), std::nullopt, 1, "/r"}).succeeded);
+  // A restart within the supervisor: the hang is what it restarted after; the next attempt is fresh.
+  absorb_event(m, {ev::Restarting{1, 0}});
+  CHECK(m.previous_failure == "rank 1 hung: no progress for 5.0 s (--hang-timeout 5s); rank(s) 0 waited");
+  absorb_event(m, {rank_exited(0, ExitStatus::exited(3))});
+  CHECK(m.first_failure == "rank 0 exited with code 3");
+  // Ranks that went silent together are not told apart; a stacks file is named.
+  ev::HangDetected together{0, 0, {0, 1}, {5.0, 5.0}, {}, 0.001, "auto", 60.0, std::string("/r/stacks.txt")};
+  CHECK(hang_text(together) ==
+        "ranks 0, 1 stopped making progress together (5.0 s, --hang-timeout auto): a hang (stacks: /r/stacks.txt)");
+}
+
 TEST_CASE("event lines: complete lines only, unreadable ones reported, empty ones skipped") {
   auto chunk = parse_event_lines(
       "{\"event\":\"restarting\",\"attempt\":1,\"failed_attempt\":0,\"new\":2}\n\nnot json\n"

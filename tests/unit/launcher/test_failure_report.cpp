@@ -181,6 +181,33 @@ TEST_CASE("failure report: the rendezvous watchdog's finding and a closed rendez
         std::string::npos);
 }
 
+TEST_CASE("failure report: a hang is the root cause, naming the suspect; the ranks we stopped follow") {
+  SupervisorPolicy policy;
+  policy.nproc = 2;
+  SupervisorMachine m(policy);
+  m.on(event::Start{});
+  m.on(event::HangDetected{0});
+  m.on(event::RankExited{RankExit{1, 1001, -1, SIGTERM, kT}});
+  m.on(event::RankExited{RankExit{0, 1000, -1, SIGTERM, kT}});
+  auto in = failure_report_input(m, true);
+  CHECK(in.hang_detected);
+  in.exit_code = 1;
+  in.node_name = "hostA";
+  HangVerdict v;
+  v.silent = {{1, 1, 5.1}, {0, 0, 4.9}};
+  v.first_by_s = 0.2;
+  v.timeout_s = 5;
+  v.setting = "5s";
+  in.hang = v;
+  in.evidence = {evidence(1), evidence(0)};
+  auto r = failure_report(in);
+  CHECK(r.text.find("  Root cause: rank 1 (local 1) made no progress for 5.1 s (--hang-timeout 5s) and went silent "
+                    "first: it hangs\n    rank 0 (local 0) waited: silent for 4.9 s") != std::string::npos);
+  CHECK(r.text.find("  Rank: rank 1 (local 1)") != std::string::npos);  // killed by our SIGTERM: no root cause
+  CHECK(r.text.find("  Root cause: rank 0") == std::string::npos);
+  CHECK_FALSE(r.root_cause);
+}
+
 TEST_CASE("failure report: the error file is read with its time; none written, none read") {
   ddp::test::TempDir tmp("failure_report_test");
   const fs::path& dir = tmp.path;

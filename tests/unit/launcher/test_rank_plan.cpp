@@ -126,6 +126,14 @@ TEST_CASE("the torch elastic timer's FIFO is exported when served; otherwise the
   CHECK(make_worker_launch(in, {"x"}).env.at("TORCHELASTIC_TIMER_FILE") == "/run/torchelastic_timer.fifo");
 }
 
+TEST_CASE("DDP_HEARTBEAT_FILE: the rank's heartbeat file when the supervisor watches one") {
+  WorkerEnvInput in;
+  in.ranks = plan_ranks({1, 0, 2, "default"})[1];
+  CHECK_FALSE(make_worker_launch(in, {"x"}).env.count("DDP_HEARTBEAT_FILE"));
+  in.heartbeat_file = "/tmp/run/heartbeats/local_rank_1";
+  CHECK(make_worker_launch(in, {"x"}).env.at("DDP_HEARTBEAT_FILE") == "/tmp/run/heartbeats/local_rank_1");
+}
+
 TEST_CASE("-r/--redirects and -t/--tee: one mask for all, or per local rank") {
   CHECK(parse_std_streams("0", 2, "--tee") == std::vector<int>{0, 0});
   CHECK(parse_std_streams("3", 3, "--tee") == std::vector<int>{3, 3, 3});

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "launcher/run_options.hpp"
 #include "launcher/slurm.hpp"
+#include "launcher/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
 using Argv = std::vector<std::string>;
@@ -354,6 +355,28 @@ TEST_CASE("--max-restarts, --signals-to-handle, --memory-limit-per-rank, duratio
   CHECK(contains(usage_error({"--gpu-low-window", "1e-12", "t.py"}), "--gpu-low-window"));
   CHECK(contains(usage_error({"--gpu-watch-interval", "1e10", "t.py"}), "--gpu-watch-interval must be at most"));
   CHECK(plan({"--metric", "loss=loss=([0-9.]+)", "t.py"}).config.metric_patterns.size() == 1);
+}
+
+TEST_CASE("--hang-timeout SECONDS|auto|off and --on-hang restart|fail: defaults, values, clear errors") {
+  auto d = plan({"train.py"}).config;
+  CHECK(d.hang_timeout.mode == HangTimeout::Mode::Auto);
+  CHECK(d.restart_on_hang);
+  CHECK(supervisor_policy(d).restart_on_hang);
+  auto c = plan({"--hang-timeout", "5", "--on-hang", "fail", "train.py"}).config;
+  CHECK(c.hang_timeout.mode == HangTimeout::Mode::Fixed);
+  CHECK(c.hang_timeout.fixed == std::chrono::milliseconds(5000));
+  CHECK_FALSE(c.restart_on_hang);
+  CHECK_FALSE(supervisor_policy(c).restart_on_hang);
+  CHECK(plan({"--hang_timeout", "off", "train.py"}).config.hang_timeout.mode == HangTimeout::Mode::Off);
+  CHECK(plan({"--hang-timeout", "2m", "train.py"}).config.hang_timeout.fixed == std::chrono::milliseconds(120000));
+  auto bad = usage_error({"--hang-timeout", "0", "train.py"});
+  CHECK(contains(bad, "--hang-timeout '0'"));
+  CHECK(contains(bad, "off"));
+  CHECK(contains(usage_error({"--hang-timeout", "never", "train.py"}), "give auto"));
+  auto on_hang = usage_error({"--on-hang", "retry", "train.py"});
+  CHECK(contains(on_hang, "--on-hang 'retry'"));
+  CHECK(contains(on_hang, "restart"));
+  CHECK(contains(on_hang, "fail"));
 }
 
 TEST_CASE("--shutdown-grace, torchrun's --shutdown-timeout and TORCH_ELASTIC_SHUTDOWN_TIMEOUT") {

@@ -74,6 +74,19 @@ TEST_CASE("supervisor events: root cause by exit code or by signal, with the err
   CHECK(j["error"] == nullptr);
 }
 
+TEST_CASE("supervisor events: a hang names the suspect first, every silent rank's seconds, who progressed") {
+  HangVerdict v;
+  v.attempt = 2;
+  v.silent = {{5, 1, 7.5}, {4, 0, 7.25}};
+  v.progressing = {6};
+  v.timeout_s = 5;
+  v.setting = "5s";
+  v.first_by_s = 0.25;
+  auto e = hang_detected_event(v, std::nullopt);
+  CHECK(e == events::HangDetected{2, 5, {5, 4}, {7.5, 7.25}, {6}, 0.25, "5s", 5.0, std::nullopt});
+  CHECK(hang_detected_event(v, std::string("/r/stacks")).stacks_file == "/r/stacks");
+}
+
 TEST_CASE("supervisor events: GPU samples in MiB, a low-utilisation alert in seconds") {
   GpuSample s;
   s.local_rank = 1;

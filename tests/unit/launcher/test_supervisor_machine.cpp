@@ -148,6 +148,51 @@ TEST_CASE("a rendezvous timeout fails the attempt like a rank failure: teardown,
   CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
 }
 
+TEST_CASE("a hang fails the attempt like a rank failure: teardown, then restart within the budget") {
+  SupervisorMachine m(policy(2, 1));
+  m.on(event::Start{});
+  CHECK(m.on(event::HangDetected{4}).empty());  // a stale verdict
+  auto stop = m.on(event::HangDetected{0});
+  CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
+  CHECK(has<action::ArmGrace>(stop));
+  CHECK(m.hang_detected());
+  CHECK(m.on(event::HangDetected{0}).empty());  // already stopping
+  m.on(exited(0, 0, SIGTERM));
+  CHECK(get<action::ArmBackoff>(m.on(exited(1, 0, SIGTERM))).attempt == 1);
+  m.on(event::BackoffExpired{1});
+  CHECK_FALSE(m.hang_detected());
+  // The budget is spent: the next hang fails the job.
+  m.on(event::HangDetected{1});
+  m.on(exited(0, 0, SIGTERM));
+  CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
+  CHECK(m.state() == GroupState::Failed);
+}
+
+TEST_CASE("--on-hang fail: a hang fails the job even with restarts left; other failures still restart") {
+  auto p = policy(2, 3);
+  p.restart_on_hang = false;
+  SupervisorMachine m(p);
+  m.on(event::Start{});
+  m.on(exited(1, 3));  // an ordinary failure: restarted
+  m.on(exited(0, 0, SIGTERM));
+  m.on(event::BackoffExpired{1});
+  CHECK(m.attempt() == 1);
+  m.on(event::HangDetected{1});
+  m.on(exited(1, 0, SIGTERM));
+  auto done = m.on(exited(0, 0, SIGKILL));
+  CHECK(get<action::Finish>(done).exit_code == 1);
+  CHECK(m.state() == GroupState::Failed);
+  CHECK(m.hang_detected());
+}
+
+TEST_CASE("a signal during a hang's teardown ends the job as interrupted, not restarted") {
+  SupervisorMachine m(policy(1, 3));
+  m.on(event::Start{});
+  m.on(event::HangDetected{0});
+  m.on(event::SignalReceived{SIGTERM});
+  CHECK(get<action::Finish>(m.on(exited(0, 0, SIGTERM))).exit_code == 128 + SIGTERM);
+}
+
 TEST_CASE("dynamic rendezvous: a round that ends stops the group and rejoins without spending budget") {
   SupervisorMachine m(policy(2, 0));
   m.on(event::Start{});

@@ -1,0 +1,34 @@
+#pragma once
+// The ranks' heartbeat files: <run_dir>/attempt_<k>/heartbeats/local_rank_<N>, one per local rank, named to
+// each worker in $DDP_HEARTBEAT_FILE. A write, a touch or a close after opening one for writing is
+// progress evidence for the hang watchdog, seen through inotify on the supervisor's loop (one watch
+// on the directory): no polling, no wake-up while nobody writes.
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/inotify.hpp"
+
+namespace ddp::launcher {
+
+// "local_rank_3" → 3; anything else (an editor's swap file) → nullopt.
+std::optional<int> heartbeat_local_rank(const std::string& file_name);
+
+class HeartbeatFiles {
+ public:
+  // Makes `dir` and watches it; on_beat(local_rank) runs on the loop for each heartbeat. When the
+  // directory cannot be made or watched, heartbeats are off and enabled() says so.
+  HeartbeatFiles(boost::asio::io_context& io, std::filesystem::path dir, std::function<void(int)> on_beat);
+
+  bool enabled() const { return token_.has_value(); }
+  // The local rank's file (for $DDP_HEARTBEAT_FILE); empty when heartbeats are off.
+  std::string path_of(int local_rank) const;
+
+ private:
+  std::filesystem::path dir_;
+  Inotify inotify_;
+  std::optional<int> token_;
+};
+
+}  // namespace ddp::launcher
