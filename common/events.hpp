@@ -85,8 +85,7 @@ struct NodeLost {
   std::int64_t silent_ms = 0;
   std::string reason;  // why it counts as dead: no heartbeat, or its store connection closed and stayed closed
   bool operator==(const NodeLost&) const = default;
-  DDP_EVENT_FIELDS(field("host", self.host); field("silent_ms", self.silent_ms);
-                   field.added("reason", self.reason);)
+  DDP_EVENT_FIELDS(field("host", self.host); field("silent_ms", self.silent_ms); field.added("reason", self.reason);)
 };
 
 // Two shapes: a static launch's workers reached the store (attempt set), or a dynamic
@@ -174,14 +173,14 @@ struct HangDetected {
   // How long before the next silent rank the suspect went silent (null: the only silent one); under
   // 0.05 s the output could not tell the hung rank from the waiting ones.
   std::optional<double> first_by_s;
-  std::string hang_timeout;      // the setting: "5s", "auto"
-  double timeout_s = 0;          // the suspect's timeout (auto: learned)
+  std::string hang_timeout;                // the setting: "5s", "auto"
+  double timeout_s = 0;                    // the suspect's timeout (auto: learned)
   std::optional<std::string> stacks_file;  // the ranks' stacks in the run directory; null: none taken
   bool operator==(const HangDetected&) const = default;
   DDP_EVENT_FIELDS(field("attempt", self.attempt); field("suspect", self.suspect); field("ranks", self.ranks);
                    field("silent_s", self.silent_s); field("progressing", self.progressing);
-                   field("first_by_s", self.first_by_s); field("hang_timeout", self.hang_timeout); field("timeout_s", self.timeout_s);
-                   field("stacks_file", self.stacks_file);)
+                   field("first_by_s", self.first_by_s); field("hang_timeout", self.hang_timeout);
+                   field("timeout_s", self.timeout_s); field("stacks_file", self.stacks_file);)
 };
 
 struct RootCause {
@@ -253,9 +252,10 @@ struct Unknown {
   bool operator==(const Unknown&) const = default;
 };
 
-using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
-                             FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                             RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, Unknown>;
+using Payload =
+    std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
+                 FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished, RendezvousTimeout,
+                 RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, Unknown>;
 
 // One line of the stream.
 struct Event {

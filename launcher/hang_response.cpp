@@ -20,13 +20,12 @@ void HangResponse::gather(HangResponseRequest request, std::function<void(HangEv
   std::vector<int> ranks;
   for (const auto& t : request.targets) ranks.push_back(t.rank);
   auto prefix = request.nccl_prefix;
-  wait_for_flight_recorder_dumps(
-      io_, prefix, ranks, kFlightRecorderWait,
-      [this, request = std::move(request), evidence = std::move(evidence),
-       done = std::move(done)](std::vector<std::filesystem::path> dumps) mutable {
-        evidence.nccl_dumps = std::move(dumps);
-        collect_stacks(std::move(request), std::move(evidence), std::move(done));
-      });
+  wait_for_flight_recorder_dumps(io_, prefix, ranks, kFlightRecorderWait,
+                                 [this, request = std::move(request), evidence = std::move(evidence),
+                                  done = std::move(done)](std::vector<std::filesystem::path> dumps) mutable {
+                                   evidence.nccl_dumps = std::move(dumps);
+                                   collect_stacks(std::move(request), std::move(evidence), std::move(done));
+                                 });
 }
 
 void HangResponse::collect_stacks(HangResponseRequest request, HangEvidence evidence,

@@ -29,9 +29,9 @@ struct HangEvidence {
 struct HangResponseRequest {
   std::vector<StackTarget> targets;  // the attempt's live local ranks
   std::filesystem::path stacks_file;
-  int suspect = 0;                               // global rank the dump is blamed on
-  store::StoreServer* nccl_store = nullptr;      // our store, for an NCCL job; nullptr: no flight recorder
-  std::string nccl_prefix;                       // <run_dir>/attempt_N/nccl_trace_rank_
+  int suspect = 0;                           // global rank the dump is blamed on
+  store::StoreServer* nccl_store = nullptr;  // our store, for an NCCL job; nullptr: no flight recorder
+  std::string nccl_prefix;                   // <run_dir>/attempt_N/nccl_trace_rank_
 };
 
 class HangResponse {

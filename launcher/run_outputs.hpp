@@ -4,9 +4,9 @@
 // (launcher/file_writer.hpp). The log router (launcher/log_router.hpp) feeds them; the supervisor
 // flushes them before a failure summary and finishes them when the job is over.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "launcher/file_writer.hpp"
 #include "launcher/filtered_log_writer.hpp"

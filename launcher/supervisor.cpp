@@ -164,16 +164,15 @@ class Supervisor {
   void start_rendezvous() {
     auto rc = *config_.dynamic;
     rc.local_addr = node_name_;
-    rdzv_ = Rendezvous::create(io_, rc,
-                               {.assigned = [this](const RoundAssignment& a) { on_round(a); },
-                                .round_ended = [this](const std::string& reason) { on_round_ended(reason); },
-                                .closed = [this](const std::string& reason) { on_rendezvous_closed(reason); },
-                                .node_lost =
-                                    [this](const std::string& host, std::chrono::milliseconds silent,
-                                           const std::string& reason) {
-                                      events_.emit(events::NodeLost{
-                                          .host = host, .silent_ms = silent.count(), .reason = reason});
-                                    }});
+    rdzv_ = Rendezvous::create(
+        io_, rc,
+        {.assigned = [this](const RoundAssignment& a) { on_round(a); },
+         .round_ended = [this](const std::string& reason) { on_round_ended(reason); },
+         .closed = [this](const std::string& reason) { on_rendezvous_closed(reason); },
+         .node_lost =
+             [this](const std::string& host, std::chrono::milliseconds silent, const std::string& reason) {
+               events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count(), .reason = reason});
+             }});
   }
 
   void on_round(const RoundAssignment& a) {
@@ -595,7 +594,7 @@ class Supervisor {
   RendezvousWatch rendezvous_watch_;
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
   LogRouter router_;
-  ProgressWatch progress_;  // the hang watchdog (--hang-timeout)
+  ProgressWatch progress_;           // the hang watchdog (--hang-timeout)
   std::optional<HangVerdict> hang_;  // its last verdict, for the summary
   HangResponse hang_response_{io_};  // the evidence taken before the kill
   std::optional<HangEvidence> hang_evidence_;

@@ -38,10 +38,10 @@ class WorkerStore {
   // on_arrivals: our store's "init/" count, each time a worker's client adds itself.
   std::uint16_t prepare(Rendezvous* rdzv, pid_t guardian, std::function<void(std::int64_t)> on_arrivals);
 
-  bool hosted() const { return server_ != nullptr; }  // we host the workers' TCPStore
-  store::StoreServer* server() const { return server_.get(); }  // nullptr: not hosted
+  bool hosted() const { return server_ != nullptr; }                     // we host the workers' TCPStore
+  store::StoreServer* server() const { return server_.get(); }           // nullptr: not hosted
   const std::filesystem::path& filestore() const { return filestore_; }  // --store file; else empty
-  void reset_state();  // our store's keys, for a fresh attempt
+  void reset_state();                                                    // our store's keys, for a fresh attempt
   void remove_filestore(const char* why);
   void stop();
 

@@ -128,6 +128,36 @@ def test_heartbeat_file_keeps_a_quiet_job_alive_under_a_fixed_timeout():
     check(len(of_type(events, "hang_detected")) == 1, f"no hang without the heartbeat: {r.stderr[-2000:]}")
 
 
+def run_native(env_path):
+    """One rank of the C++ hang-native worker (worker SDK handler installed) under --hang-timeout 2."""
+    native = os.path.join(os.path.dirname(DDP_LAUNCH), "hang-native")
+    with tempfile.TemporaryDirectory() as d:
+        ev = os.path.join(d, "events.jsonl")
+        env = dict(os.environ, PATH=env_path)
+        r = subprocess.run([DDP_LAUNCH, "run", "--no-python", "--nproc-per-node", "1", "--hang-timeout", "2",
+                            "--events", ev, native], capture_output=True, text=True, timeout=120, env=env)
+        events = read_events(ev)
+    check_events_schema(events)
+    hangs = of_type(events, "hang_detected")
+    check(r.returncode == 1 and len(hangs) == 1, f"exit {r.returncode}, hangs {hangs}: {r.stderr[-3000:]}")
+    check(hangs[0]["stacks_file"] and os.path.exists(hangs[0]["stacks_file"]), f"stacks file: {hangs[0]}")
+    shutil.rmtree(os.path.dirname(os.path.dirname(hangs[0]["stacks_file"])), ignore_errors=True)
+    return r
+
+
+def test_native_worker_stack_in_the_summary():
+    # gdb (from Debian, packaging/install-deps.sh) reads every thread: the file and line of the wait.
+    check(shutil.which("gdb") is not None, "gdb is missing: packaging/install-deps.sh installs it")
+    r = run_native(os.environ["PATH"])
+    line = next(i for i, text in enumerate(open(os.path.join(HERE, "hang_native.cpp")), 1)
+                if "cv.wait(lock" in text and i > 20)
+    want = f"Stacks: rank 0 is in hang_native.cpp:{line} wait_for_peer"
+    check(want in r.stderr, f"want {want!r}: {r.stderr[-3000:]}")
+    # Without gdb, the worker SDK's SIGABRT handler prints the backtrace: the function, by name.
+    r = run_native("/nonexistent")
+    check("Stacks: rank 0 is in wait_for_peer() (hang-native)" in r.stderr, f"no gdb: {r.stderr[-3000:]}")
+
+
 def test_bad_values_are_usage_errors_naming_the_flag():
     for flags, words in [(["--hang-timeout", "soon"], "--hang-timeout 'soon'"),
                          (["--hang-timeout", "0"], "--hang-timeout '0'"),
@@ -146,6 +176,7 @@ def test_bad_values_are_usage_errors_naming_the_flag():
 run_tests([
     test_bad_values_are_usage_errors_naming_the_flag,
     test_fixed_timeout_detects_rank1_restarts_and_attempt1_finishes,
+    test_native_worker_stack_in_the_summary,
     test_on_hang_fail_ends_the_job,
     test_heartbeat_file_keeps_a_quiet_job_alive_under_a_fixed_timeout,
     test_auto_keeps_a_quiet_but_alive_job,
