@@ -6,6 +6,7 @@ or through the SDK-free one-liner), then goes on."""
 import argparse
 import datetime
 import os
+import subprocess
 import sys
 import time
 
@@ -24,10 +25,20 @@ ap.add_argument("--hang-once", action="store_true",
 args = ap.parse_args()
 print("worker starting", flush=True)
 
+# Start-up is progress too: on a loaded 2-core machine `import torch` alone can take longer than the
+# tests' 3-5 s --hang-timeout, which would judge a rank that is only importing hung (seen in CI at
+# load average 10). A tiny process touches the heartbeat file (the SDK-free way) until the process
+# group exists; the hang under test comes later, in the training loop.
+beat = subprocess.Popen(["/bin/sh", "-c", 'while :; do : >"$DDP_HEARTBEAT_FILE"; sleep 0.5; done']) \
+    if os.environ.get("DDP_HEARTBEAT_FILE") else None
+
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=600))
+if beat:
+    beat.kill()
+    beat.wait()
 rank = dist.get_rank()
 attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 
