@@ -1,14 +1,12 @@
-// ddp-launch: one binary, subcommands. The entry point sits above every layer: it registers
-// launcher/'s commands and the job layer's.
+// ddp-launch: one binary, subcommands. The entry point sits above every layer: it registers the
+// commands of this build (app/commands.hpp: launcher/'s and the job layer's on Linux).
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <map>
 
+#include "app/commands.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "jobs/commands.hpp"
-#include "launcher/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
@@ -18,16 +16,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 
   std::map<CLI::App*, ddp::cli::Runner> runners;
-  for (auto command : {ddp::cli::add_store_command(app), ddp::cli::add_clean_command(app),
-                        ddp::cli::add_run_command(app), ddp::cli::add_doctor_command(app),
-                        ddp::cli::add_sbatch_command(app),
-                        ddp::cli::add_report_command(app), ddp::cli::add_env_command(app)}) {
-    runners[command.sub] = std::move(command.run);
-  }
-  // The job daemon and its clients (jobs/, the layer above the launcher, linked by this executable only).
-  auto job_commands = ddp::cli::add_job_client_commands(app);
-  job_commands.push_back(ddp::cli::add_daemon_command(app));
-  for (auto& command : job_commands) runners[command.sub] = std::move(command.run);
+  for (auto& command : ddp::app::add_commands(app)) runners[command.sub] = std::move(command.run);
 
   try {
     app.parse(argc, argv);

@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 #include "store/codec.hpp"
 
 namespace {

@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 #include "store/codec.hpp"
 
 namespace {

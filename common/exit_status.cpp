@@ -1,7 +1,6 @@
 #include "common/exit_status.hpp"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include <charconv>
 
@@ -9,9 +8,12 @@
 
 namespace ddp {
 
+// Linux's encoding of a wait status (glibc's WIFEXITED, WEXITSTATUS, WIFSIGNALED, WTERMSIG), spelled
+// out so the function is the same pure function on every platform.
 ExitStatus ExitStatus::from_wait_status(int wait_status) {
-  if (WIFSIGNALED(wait_status)) return killed(WTERMSIG(wait_status));
-  return exited(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1);
+  const int low = wait_status & 0x7f;
+  if (low != 0 && low != 0x7f) return killed(low);  // signalled (0x7f: stopped)
+  return exited(low == 0 ? (wait_status >> 8) & 0xff : -1);
 }
 
 std::string describe_exit(const ExitStatus& status, const std::optional<std::string>& oom_evidence) {

@@ -1,8 +1,11 @@
 #pragma once
-// Signal names and numbers, one way for every reader and writer: "SIGTERM" <-> 15.
+// Signal names and numbers, one way for every reader and writer: "SIGTERM" <-> 15 (Linux's
+// numbering and names, on Windows too: platform/signal_numbers.hpp).
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "platform/signal_numbers.hpp"  // sig::kTerm, sig::kKill …: the numbers on every platform
 
 namespace ddp::sig {
 

@@ -19,7 +19,7 @@
 #include "common/error.hpp"
 #include "common/net.hpp"
 #include "common/gpu.hpp"
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 #include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 #include "jobs/run_logs.hpp"
 
 extern char** environ;

@@ -35,12 +35,12 @@
 #include "common/error.hpp"
 #include "common/exit_status.hpp"
 #include "common/gpu.hpp"
-#include "common/proc.hpp"
-#include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/host_facts.hpp"
 #include "launcher/python_choice.hpp"
 #include "launcher/worker_env.hpp"
+#include "platform/proc.hpp"
+#include "platform/subprocess.hpp"
 #include "store/filestore_cleaner.hpp"
 
 extern char** environ;

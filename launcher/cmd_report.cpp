@@ -17,9 +17,9 @@
 
 #include "common/error.hpp"
 #include "common/exit_status.hpp"
-#include "common/subprocess.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/report.hpp"
+#include "platform/subprocess.hpp"
 
 namespace fs = std::filesystem;
 
@@ -85,8 +85,8 @@ void write_png(const fs::path& out, const std::string& svg) {
 }  // namespace
 
 Command add_report_command(CLI::App& app) {
-  auto* sub =
-      app.add_subcommand("report", "Summarise runs from their metrics.csv and chart a metric vs step or time (SVG, or PNG)");
+  auto* sub = app.add_subcommand(
+      "report", "Summarise runs from their metrics.csv and chart a metric vs step or time (SVG, or PNG)");
   auto a = std::make_shared<ReportArgs>();
   sub->add_option("run_dirs", a->run_dirs, "Run directories (--run-dir/--log-dir of `run`, or the one it printed)")
       ->required();

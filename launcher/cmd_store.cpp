@@ -2,13 +2,13 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 
-#include "common/proc.hpp"
+#include "common/signals.hpp"
 #include "launcher/commands.hpp"
+#include "platform/proc.hpp"
+#include "platform/stop_signals.hpp"
 #include "store/server.hpp"
 
 namespace ddp::cli {
@@ -24,7 +24,8 @@ Command add_store_command(CLI::App& app) {
   sub->add_option("--port", config->port, "Port; 0 picks a free one and prints it as port=<n> on stdout")
       ->capture_default_str();
   sub->add_option("--legacy-dialect", *legacy,
-                  "Protocol of clients that do not open with the torch >= 2.2 handshake: a = torch 1.13/2.0 (default), b = torch 2.1")
+                  "Protocol of clients that do not open with the torch >= 2.2 handshake: a = torch 1.13/2.0 (default), "
+                  "b = torch 2.1")
       ->check(CLI::IsMember({"a", "b"}))
       ->capture_default_str();
   sub->add_flag("--keep-stale-waits", *keep_stale_waits,
@@ -38,8 +39,7 @@ Command add_store_command(CLI::App& app) {
   sub->add_option("--max-keys-per-request", l.max_keys_per_request, "Most keys in one CHECK/WAIT/MULTI_*")
       ->capture_default_str();
   sub->add_option("--max-request-bytes", l.max_request_bytes, "Largest single request")->capture_default_str();
-  sub->add_option("--max-total-bytes", l.max_total_bytes, "Most bytes of keys and values held")
-      ->capture_default_str();
+  sub->add_option("--max-total-bytes", l.max_total_bytes, "Most bytes of keys and values held")->capture_default_str();
   sub->add_option("--max-connections", l.max_connections, "Most connections open at once")->capture_default_str();
 
   auto run = [config, legacy, keep_stale_waits, cas_no_wake]() -> int {
@@ -49,16 +49,18 @@ Command add_store_command(CLI::App& app) {
     auto limit = proc::raise_open_file_limit();
     boost::asio::io_context io(1);
     // Signals are caught before the port is announced: whoever reads port=<n> may stop us at once.
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    std::signal(SIGPIPE, SIG_IGN);
+    // (Windows: Ctrl-C and Ctrl-Break; platform/stop_signals.hpp.)
+    platform::StopSignals signals(io);
+    for (int s : {sig::kInt, sig::kTerm}) signals.add(s);
+    platform::ignore_broken_pipes();
     store::StoreServer server(io, *config);
     server.start();
     std::printf("port=%u\n", static_cast<unsigned>(server.port()));
     std::fflush(stdout);
     spdlog::info("store serving on {}:{} (open-file limit {})", config->host, server.port(), limit);
-    signals.async_wait([&](boost::system::error_code ec, int signo) {
+    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
       if (ec) return;
-      spdlog::info("store stopping on signal {}", signo);
+      spdlog::info("store stopping on {}", sig::signal_name(signo));
       server.stop();
       io.stop();
     });

@@ -2,8 +2,8 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -75,10 +75,11 @@ void read_error_file(const std::filesystem::path& path, RankEvidence& evidence) 
   std::stringstream text;
   text << in.rdbuf();
   evidence.error_file = error_file_record(text.str(), path.string());
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    evidence.error_file_written =
-        static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(path, ec);
+  if (!ec) {
+    const auto since_epoch = std::chrono::file_clock::to_sys(written).time_since_epoch();
+    evidence.error_file_written = std::chrono::duration<double>(since_epoch).count();
   }
 }
 

@@ -15,8 +15,8 @@
 #include "common/clock.hpp"
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
-#include "common/proc.hpp"
 #include "common/signals.hpp"
+#include "platform/proc.hpp"
 
 namespace ddp::launcher {
 

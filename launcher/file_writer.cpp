@@ -18,7 +18,7 @@ FileWriter::FileId FileWriter::open(std::filesystem::path path, Mode mode, std::
   if (!finished()) {  // after finish() nothing is written: no file either
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
-    stream = std::fopen(path.c_str(), mode == Mode::Append ? "ab" : "wb");
+    stream = std::fopen(path.string().c_str(), mode == Mode::Append ? "ab" : "wb");
     if (!stream && on_error) on_error(errno);
   }
   std::lock_guard lock(mu_);

@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
 #include <csignal>
@@ -16,9 +16,9 @@
 #include <fstream>
 #include <system_error>
 
-#include "common/proc.hpp"
-#include "common/spawn.hpp"
 #include "launcher/log_router.hpp"
+#include "platform/proc.hpp"
+#include "platform/spawn.hpp"
 
 extern char** environ;
 
@@ -138,8 +138,10 @@ void HangForensics::Collection::begin() {
     ts->python = runs_python(ts->t.pid);
     ts->stacks.source = ts->python ? StackSource::Faulthandler : StackSource::SdkHandler;
     if (!ts->python) {
-      if (!opt.gdb) ts->gdb_problem = "no gdb on PATH (install gdb for native stacks)";
-      else start_gdb(*ts);
+      if (!opt.gdb)
+        ts->gdb_problem = "no gdb on PATH (install gdb for native stacks)";
+      else
+        start_gdb(*ts);
     }
   }
   deadline.expires_after(opt.bound);
@@ -308,15 +310,16 @@ void HangForensics::Collection::build_from_capture(TargetState& ts) {
   if (!ts.stacks.threads.empty() || !ts.stacks.missing.empty()) return;
   const bool late = !ts.done;
   if (ts.python) {
-    ts.stacks.missing = late ? fmt::format("no faulthandler traceback on its stderr within {} ms of SIGABRT",
-                                           opt.bound.count())
-                             : "no faulthandler traceback on its stderr after SIGABRT (the program turned "
-                               "faulthandler off, or PYTHONFAULTHANDLER was set empty)";
+    ts.stacks.missing =
+        late ? fmt::format("no faulthandler traceback on its stderr within {} ms of SIGABRT", opt.bound.count())
+             : "no faulthandler traceback on its stderr after SIGABRT (the program turned "
+               "faulthandler off, or PYTHONFAULTHANDLER was set empty)";
     return;
   }
-  ts.stacks.missing = fmt::format("{}; and no backtrace on its stderr after SIGABRT (link the worker SDK "
-                                  "for its SIGABRT handler)",
-                                  ts.gdb_problem.empty() ? "no gdb" : ts.gdb_problem);
+  ts.stacks.missing = fmt::format(
+      "{}; and no backtrace on its stderr after SIGABRT (link the worker SDK "
+      "for its SIGABRT handler)",
+      ts.gdb_problem.empty() ? "no gdb" : ts.gdb_problem);
 }
 
 void HangForensics::Collection::abandon() {
@@ -351,13 +354,16 @@ void HangForensics::Collection::finish() {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out << stacks_file_text(result.ranks, result.summary);
   out.close();
-  if (out) result.stacks_file = file;
-  else result.write_error = fmt::format("cannot write {}: {}", file.string(), std::strerror(errno));
+  if (out)
+    result.stacks_file = file;
+  else
+    result.write_error = fmt::format("cannot write {}: {}", file.string(), std::strerror(errno));
   result.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   asio::post(io, [done = std::move(done), result = std::move(result)]() mutable { done(std::move(result)); });
 }
 
-HangForensics::HangForensics(asio::io_context& io, HangForensicsOptions options) : io_(io), options_(std::move(options)) {}
+HangForensics::HangForensics(asio::io_context& io, HangForensicsOptions options)
+    : io_(io), options_(std::move(options)) {}
 
 HangForensics::~HangForensics() {
   if (current_ && !current_->finished) current_->abandon();
@@ -370,8 +376,8 @@ void HangForensics::collect(std::vector<StackTarget> targets, std::filesystem::p
   if (busy()) {
     HangForensicsResult refused;
     for (const auto& t : targets) {
-      refused.ranks.push_back(RankStacks{t.rank, t.local_rank, t.pid, StackSource::Faulthandler, {}, "",
-                                         "another collection is under way"});
+      refused.ranks.push_back(RankStacks{
+          t.rank, t.local_rank, t.pid, StackSource::Faulthandler, {}, "", "another collection is under way"});
     }
     refused.summary = summarize_stacks(refused.ranks, nullptr);
     asio::post(io_, [done = std::move(done), refused = std::move(refused)]() mutable { done(std::move(refused)); });

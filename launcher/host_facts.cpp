@@ -12,8 +12,8 @@
 
 #include "common/env_contract.hpp"
 #include "common/gpu.hpp"
-#include "common/net.hpp"
 #include "launcher/slurm.hpp"
+#include "platform/net.hpp"
 
 extern char** environ;
 

@@ -3,8 +3,8 @@
 
 #include <boost/process/search_path.hpp>
 
-#include "common/subprocess.hpp"
 #include "launcher/python_choice.hpp"
+#include "platform/subprocess.hpp"
 
 namespace ddp::launcher {
 

@@ -104,7 +104,7 @@ std::vector<int> parse_signals(const std::string& list) {
     start = comma == std::string::npos ? list.size() + 1 : comma + 1;
     if (name.empty()) continue;
     const int found = sig::signal_number(name).value_or(0);
-    if (found == 0 || found == SIGKILL || found == SIGSTOP || found == SIGCHLD) {
+    if (found == 0 || found == sig::kKill || found == sig::kStop || found == sig::kChld) {
       throw UsageError(
           fmt::format("--signals-to-handle: '{}' is not a signal that can be handled "
                       "(e.g. SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1)",
@@ -259,10 +259,10 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
   c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a.rdzv_timeout * 1000));
   c.hang_timeout = parse_hang_timeout(a.hang_timeout);
   if (a.on_hang != "restart" && a.on_hang != "fail") {
-    throw UsageError(fmt::format(
-        "--on-hang '{}': give restart (a hang fails the attempt, restarted within --max-restarts) or fail "
-        "(a hang ends the job)",
-        a.on_hang));
+    throw UsageError(
+        fmt::format("--on-hang '{}': give restart (a hang fails the attempt, restarted within --max-restarts) or fail "
+                    "(a hang ends the job)",
+                    a.on_hang));
   }
   c.restart_on_hang = a.on_hang == "restart";
   c.events_path = a.events;

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 
 namespace ddp::launcher {
 

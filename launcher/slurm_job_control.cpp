@@ -4,9 +4,9 @@
 
 #include "common/error.hpp"
 #include "common/exit_status.hpp"
-#include "common/subprocess.hpp"
 #include "launcher/sbatch_script.hpp"
 #include "launcher/slurm_job.hpp"
+#include "platform/subprocess.hpp"
 
 namespace ddp::launcher::slurm {
 namespace {

@@ -8,8 +8,8 @@
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
 #include "common/exit_status.hpp"
-#include "common/subprocess.hpp"
 #include "launcher/slurm.hpp"
+#include "platform/subprocess.hpp"
 
 extern char** environ;
 

@@ -10,7 +10,7 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
-#include "common/spawn.hpp"
+#include "platform/spawn.hpp"
 
 namespace ddp::launcher {
 

@@ -1,8 +1,9 @@
 #include "launcher/supervisor_machine.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <utility>
+
+#include "platform/signal_numbers.hpp"
 
 namespace ddp::launcher {
 
@@ -26,9 +27,7 @@ std::vector<Action> SupervisorMachine::on(const Event& e) {
   return std::visit([this](const auto& ev) { return handle(ev); }, e);
 }
 
-int SupervisorMachine::live_ranks() const {
-  return static_cast<int>(std::count(alive_.begin(), alive_.end(), true));
-}
+int SupervisorMachine::live_ranks() const { return static_cast<int>(std::count(alive_.begin(), alive_.end(), true)); }
 
 std::vector<Action> SupervisorMachine::handle(const event::Start&) {
   if (state_ != GroupState::Init) return {};
@@ -59,9 +58,9 @@ std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
     RankFailure f{x};
     // Reaped in the same pass as the exit that began the teardown: it died before our signal.
     f.after_teardown = state_ == GroupState::Stopping && (!teardown_began_ || x.time > *teardown_began_);
-    f.by_teardown_signal = f.after_teardown && x.signal != 0 &&
-                           std::find(teardown_signals_.begin(), teardown_signals_.end(), x.signal) !=
-                               teardown_signals_.end();
+    f.by_teardown_signal =
+        f.after_teardown && x.signal != 0 &&
+        std::find(teardown_signals_.begin(), teardown_signals_.end(), x.signal) != teardown_signals_.end();
     failures_.push_back(f);
   } else {
     exited_ok_[idx] = true;
@@ -69,7 +68,7 @@ std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
   if (state_ == GroupState::Running) {
     if (x.failed()) {
       teardown_began_ = x.time;
-      return stop_group(SIGTERM);
+      return stop_group(sig::kTerm);
     }
     if (live_ranks() == 0) return finish(GroupState::Succeeded, 0);
     return {};
@@ -95,8 +94,8 @@ std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
     return stop_group(e.signo);
   }
   if (state_ == GroupState::Stopping) {
-    if (stop_signal_ == 0) stop_signal_ = e.signo;  // a signal during failure teardown: no restart
-    if (e.signo == SIGINT) return {signal_group(SIGKILL)};  // Ctrl-C while stopping: no more waiting
+    if (stop_signal_ == 0) stop_signal_ = e.signo;                // a signal during failure teardown: no restart
+    if (e.signo == sig::kInt) return {signal_group(sig::kKill)};  // Ctrl-C while stopping: no more waiting
     return {signal_group(e.signo)};
   }
   // Waiting for the first round (nothing spawned yet) or for the next attempt: nothing to stop.
@@ -116,25 +115,25 @@ std::vector<Action> SupervisorMachine::handle(const event::SpawnAbandoned& e) {
 
 std::vector<Action> SupervisorMachine::handle(const event::GraceExpired& e) {
   if (state_ != GroupState::Stopping || e.attempt != attempt_ || live_ranks() == 0) return {};
-  return {signal_group(SIGKILL)};
+  return {signal_group(sig::kKill)};
 }
 
 std::vector<Action> SupervisorMachine::handle(const event::RendezvousTimeout& e) {
   if (state_ != GroupState::Running || e.attempt != attempt_) return {};
   rendezvous_timed_out_ = true;  // a failure like a rank's: the restart budget applies
-  return stop_group(SIGTERM);
+  return stop_group(sig::kTerm);
 }
 
 std::vector<Action> SupervisorMachine::handle(const event::HangDetected& e) {
   if (state_ != GroupState::Running || e.attempt != attempt_) return {};
   hang_detected_ = true;  // a failure like a rank's: the restart budget applies (--on-hang restart)
-  return stop_group(SIGTERM);
+  return stop_group(sig::kTerm);
 }
 
 std::vector<Action> SupervisorMachine::handle(const event::RoundEnded& e) {
   if (state_ == GroupState::Running) {
     round_stop_ = e.closed ? RoundStop::Closed : RoundStop::Rejoin;
-    return stop_group(SIGTERM);
+    return stop_group(sig::kTerm);
   }
   if (state_ == GroupState::Stopping) {
     if (e.closed)

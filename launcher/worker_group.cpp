@@ -2,8 +2,8 @@
 
 #include <signal.h>
 
-#include "common/proc.hpp"
 #include "launcher/guardian.hpp"
+#include "platform/proc.hpp"
 
 namespace ddp::launcher {
 

@@ -8,10 +8,11 @@
 #include <cstdlib>
 
 #include "common/error.hpp"
-#include "common/proc.hpp"
 #include "launcher/event_log.hpp"
 #include "launcher/rendezvous.hpp"
 #include "launcher/rendezvous_evidence.hpp"
+#include "platform/listener.hpp"
+#include "platform/proc.hpp"
 #include "store/filestore_cleaner.hpp"
 #include "store/server.hpp"
 
@@ -87,13 +88,14 @@ void WorkerStore::check_rank0_port_free(std::uint16_t port) {
   asio::ip::tcp::acceptor probe(io_);
   asio::ip::tcp::endpoint ep(asio::ip::address_v4::any(), port);
   probe.open(ep.protocol());
-  probe.set_option(asio::ip::tcp::acceptor::reuse_address(true));  // as torch's TCPStore server does
+  platform::prepare_listener(probe);  // as torch's TCPStore server claims its port
   boost::system::error_code ec;
   probe.bind(ep, ec);
   if (ec == asio::error::address_in_use) {
-    throw Error(fmt::format("--master-port {} is already in use by {}: rank 0 could not host its store there. "
-                            "Stop that process, or leave --master-port out (a free port is picked).",
-                            port, proc::describe(proc::listeners_on_port(port))));
+    throw Error(
+        fmt::format("--master-port {} is already in use by {}: rank 0 could not host its store there. "
+                    "Stop that process, or leave --master-port out (a free port is picked).",
+                    port, proc::describe(proc::listeners_on_port(port))));
   }
 }
 
@@ -133,7 +135,8 @@ RendezvousEvidence WorkerStore::evidence(const std::string& master_addr, std::ui
   }
   for (auto& r : ranks) {
     if (ev.file_store) {
-      r.reached = filestore_names_rank(log, r.rank) || std::find(holders.begin(), holders.end(), r.pid) != holders.end();
+      r.reached =
+          filestore_names_rank(log, r.rank) || std::find(holders.begin(), holders.end(), r.pid) != holders.end();
     } else {
       r.reached = proc::connected_to_port(r.pid, master_port);
     }

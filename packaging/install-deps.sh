@@ -15,6 +15,7 @@ PACKAGES=(
   gdb                            # native stacks of hung C++ ranks (launcher/hang_forensics.hpp)
   debootstrap                    # torch 2.x client chroots for the store tests
   slurmctld slurmd slurm-client munge   # Slurm 22.05 for tests/integration/slurm (the tests start it)
+  g++-mingw-w64-x86-64-posix wine64     # ddp-launch.exe: cross-built (build-windows.sh), tested under Wine
 )
 
 missing=()

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 
 namespace ddp::store {
 

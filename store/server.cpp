@@ -1,12 +1,11 @@
 #include "store/server.hpp"
 
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -14,7 +13,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "common/proc.hpp"
+#include "platform/listener.hpp"
+#include "platform/proc.hpp"
 #include "store/codec.hpp"
 
 namespace asio = boost::asio;
@@ -55,15 +55,15 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     bool sniffed = false;
     Dialect dialect = Dialect::A;
     std::vector<char> rbuf = std::vector<char>(kFirstReadBuffer);  // where the armed receive lands
-    std::string in;   // bytes received but not yet a whole request
-    std::string out;  // replies not yet written
-    bool writing = false;   // waiting for the socket to become writable
-    bool reading = false;   // a read wait is armed
-    bool dirty = false;     // in the flush list
-    bool closing = false;   // close after `out` drains
-    bool paused = false;    // `in` holds requests left unparsed while `out` was over the high water
+    std::string in;                                                // bytes received but not yet a whole request
+    std::string out;                                               // replies not yet written
+    bool writing = false;                                          // waiting for the socket to become writable
+    bool reading = false;                                          // a read wait is armed
+    bool dirty = false;                                            // in the flush list
+    bool closing = false;                                          // close after `out` drains
+    bool paused = false;      // `in` holds requests left unparsed while `out` was over the high water
     bool overflowed = false;  // `out` passed kOutputLimit: dropped once the current request is done
-    tcp::endpoint remote;  // from accept(); formatted only when a warning needs it
+    tcp::endpoint remote;     // from accept(); formatted only when a warning needs it
     std::string peer;
   };
   using SessionPtr = std::shared_ptr<Session>;
@@ -79,19 +79,19 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     auto results = resolver.resolve(config_.host, std::to_string(config_.port),
                                     tcp::resolver::passive | tcp::resolver::numeric_service, ec);
     if (ec || results.empty()) {
-      throw Error(fmt::format("cannot resolve store address '{}': {}. Give a host name or an IP address "
-                              "({}).",
-                              config_.host, ec ? ec.message() : "no addresses", config_.bad_host_advice));
+      throw Error(
+          fmt::format("cannot resolve store address '{}': {}. Give a host name or an IP address "
+                      "({}).",
+                      config_.host, ec ? ec.message() : "no addresses", config_.bad_host_advice));
     }
     tcp::endpoint ep = results.begin()->endpoint();
     acceptor_.open(ep.protocol());
-    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    platform::prepare_listener(acceptor_);
     acceptor_.bind(ep, ec);
     if (ec == asio::error::address_in_use) {
       auto holders = proc::listeners_on_port(config_.port);
-      throw Error(fmt::format(
-          "cannot listen on {}:{}: the port is already in use by {}. Stop that process, or {}.",
-          config_.host, config_.port, proc::describe(holders), config_.busy_port_advice));
+      throw Error(fmt::format("cannot listen on {}:{}: the port is already in use by {}. Stop that process, or {}.",
+                              config_.host, config_.port, proc::describe(holders), config_.busy_port_advice));
     }
     if (ec) {
       throw Error(fmt::format("cannot listen on {}:{}: {}", config_.host, config_.port, ec.message()));
@@ -119,40 +119,52 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
   }
 
   // ---- accepting ----
+  // An armed accept takes the first connection of a burst; accept_backlog takes the rest with
+  // non-blocking accepts (one completion can stand for thousands). Not async_wait(wait_read) on the
+  // listener: Windows' IOCP has no readiness wait for a listening socket.
   void arm_accept() {
     if (stopped_) return;
-    acceptor_.async_wait(tcp::acceptor::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
-      if (!ec) self->accept_ready();
+    auto peer = std::make_shared<std::pair<tcp::socket, tcp::endpoint>>(tcp::socket(io_), tcp::endpoint());
+    acceptor_.async_accept(peer->first, peer->second, [self = shared_from_this(), peer](boost::system::error_code ec) {
+      if (ec == asio::error::operation_aborted || self->stopped_) return;
+      if (self->accepted(ec, std::move(peer->first), peer->second)) self->accept_backlog();
     });
   }
 
-  void accept_ready() {
-    // Take everything in the backlog at once; one readiness event can stand for thousands.
+  void accept_backlog() {
     for (;;) {
       boost::system::error_code ec;
       tcp::socket socket(io_);
       tcp::endpoint remote;
       acceptor_.accept(socket, remote, ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) break;
-      if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
-          ec == asio::error::no_memory) {
-        // Out of file descriptors: retry shortly instead of spinning on a readable listener.
-        warn_rate_limited(fmt::format("cannot accept more connections ({}); {} open. Raise the open-file "
-                                      "limit (ulimit -n).", ec.message(), sessions_.size()));
-        retry_.expires_after(std::chrono::milliseconds(50));
-        retry_.async_wait([self = shared_from_this()](boost::system::error_code e) {
-          if (!e) self->arm_accept();
-        });
-        return;
-      }
-      if (ec) {
-        if (stopped_) return;
-        spdlog::warn("accept failed: {}", ec.message());
-        continue;
-      }
-      on_accepted(std::move(socket), remote);
+      if (!accepted(ec, std::move(socket), remote)) return;
     }
     arm_accept();
+  }
+
+  // One accept's outcome; false when accepting must pause (out of descriptors: a retry is armed) or stop.
+  bool accepted(boost::system::error_code ec, tcp::socket socket, const tcp::endpoint& remote) {
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+        ec == asio::error::no_memory) {
+      // Out of file descriptors: retry shortly instead of spinning on a readable listener.
+      warn_rate_limited(
+          fmt::format("cannot accept more connections ({}); {} open. Raise the open-file "
+                      "limit (ulimit -n).",
+                      ec.message(), sessions_.size()));
+      retry_.expires_after(std::chrono::milliseconds(50));
+      retry_.async_wait([self = shared_from_this()](boost::system::error_code e) {
+        if (!e) self->arm_accept();
+      });
+      return false;
+    }
+    if (ec) {
+      if (stopped_) return false;
+      spdlog::warn("accept failed: {}", ec.message());
+      return true;
+    }
+    on_accepted(std::move(socket), remote);
+    return true;
   }
 
   void on_accepted(tcp::socket socket, const tcp::endpoint& remote) {
@@ -202,8 +214,8 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     if (ec) {  // EOF or reset: the client is gone
       if (!s->in.empty() && !s->closing) {
         // A client killed mid-send (1.13 writes one request in many pieces) or a broken one.
-        spdlog::warn("store connection {} from {} closed in the middle of a request ({} bytes of it received)",
-                     s->id, peer_of(*s), s->in.size());
+        spdlog::warn("store connection {} from {} closed in the middle of a request ({} bytes of it received)", s->id,
+                     peer_of(*s), s->in.size());
       }
       drop(s);
       flush_dirty();
@@ -313,8 +325,10 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     overflowed_.clear();
     for (auto& s : list) {
       stats_.closed_for_violation++;
-      spdlog::warn("closing store connection {} from {}: it is not reading its replies ({} bytes unsent, the "
-                   "limit is {})", s->id, peer_of(*s), s->out.size(), kOutputLimit);
+      spdlog::warn(
+          "closing store connection {} from {}: it is not reading its replies ({} bytes unsent, the "
+          "limit is {})",
+          s->id, peer_of(*s), s->out.size(), kOutputLimit);
       s->closing = true;  // if it is the requester, stop parsing its requests
       std::string().swap(s->out);
       drop(s);

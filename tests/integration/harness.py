@@ -15,6 +15,9 @@ import threading
 import time
 
 DDP_LAUNCH = os.environ.get("DDP_LAUNCH", "build/bin/ddp-launch")
+# What runs DDP_LAUNCH, when it is not run directly: the Windows tests give Wine's loader here and
+# ddp-launch.exe as DDP_LAUNCH, and reuse the store tests as they are (tests/integration/windows).
+LAUNCH_PREFIX = os.environ.get("DDP_LAUNCH_PREFIX", "").split()
 PYTHON = os.environ.get("DDP_TEST_PYTHON", "/usr/bin/python3")
 
 
@@ -184,7 +187,7 @@ class StoreProcess:
 
     def __init__(self, *extra, host="127.0.0.1", timeout=10.0):
         self.proc = subprocess.Popen(
-            [DDP_LAUNCH, "store", "--host", host, "--port", "0", *extra],
+            [*LAUNCH_PREFIX, DDP_LAUNCH, "store", "--host", host, "--port", "0", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + timeout
         line = ""

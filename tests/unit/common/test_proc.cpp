@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 
 using namespace ddp;
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "common/spawn.hpp"
+#include "platform/spawn.hpp"
 
 using namespace ddp;
 

@@ -4,7 +4,7 @@
 #include <csignal>
 #include <string>
 
-#include "common/subprocess.hpp"
+#include "platform/subprocess.hpp"
 
 using namespace ddp;
 using namespace std::chrono_literals;

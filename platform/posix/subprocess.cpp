@@ -1,4 +1,4 @@
-#include "common/subprocess.hpp"
+#include "platform/subprocess.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "common/proc.hpp"
+#include "platform/proc.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -143,20 +143,6 @@ std::vector<ProcessInfo> processes_with_open(const fs::path& path) {
     if (same && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
   });
   return found;
-}
-
-std::string describe(const std::vector<ProcessInfo>& procs) {
-  if (procs.empty()) return "an unknown process";
-  std::string out;
-  for (const auto& p : procs) {
-    if (!out.empty()) out += ", ";
-    if (p.pid == 0) {
-      out += "a process this user cannot see";
-    } else {
-      out += fmt::format("pid {} ({})", p.pid, p.cmdline.empty() ? "?" : p.cmdline);
-    }
-  }
-  return out;
 }
 
 }  // namespace ddp::proc

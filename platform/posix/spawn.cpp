@@ -1,4 +1,4 @@
-#include "common/spawn.hpp"
+#include "platform/spawn.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,6 +1,10 @@
 #pragma once
-// Host inspection through /proc: answers "who holds this port / this file?" so errors can name
-// the process to stop instead of leaving the user to run netstat or lsof.
+// Host inspection: answers "who holds this port / this file?" so errors can name the process to
+// stop instead of leaving the user to run netstat, lsof or Resource Monitor. posix/proc.cpp reads
+// /proc; windows/proc.cpp asks Toolhelp, the process's PEB (its command line),
+// GetExtendedTcpTable (ports) and the Restart Manager (open files). Under Wine, the TCP table has
+// no owner pids and the Restart Manager is a stub that finds no one: callers must not read "no
+// one" as proof (docs/windows.md).
 #include <sys/types.h>
 
 #include <cstdint>
@@ -16,8 +20,9 @@ struct ProcessInfo {
   std::string cmdline;  // argv joined by spaces; "" if unreadable
 };
 
-// What /proc/<pid>/stat says about a live process. start_time (field 22, clock ticks since boot)
-// with the pid is an identity that survives pid reuse.
+// What the OS says about a live process (Linux: /proc/<pid>/stat). start_time (Linux: field 22,
+// clock ticks since boot; Windows: the creation time in 100 ns units since 1601) with the pid is an
+// identity that survives pid reuse. Windows has no readable process group or session: both are 0.
 struct ProcStat {
   pid_t ppid = 0;
   pid_t pgid = 0;
@@ -35,7 +40,7 @@ std::string cmdline(pid_t pid);
 // Sockets whose owner is not visible (other users without privilege) are reported with pid 0.
 std::vector<ProcessInfo> listeners_on_port(std::uint16_t port);
 
-// Processes that have `path` open right now (per /proc/*/fd).
+// Processes that have `path` open right now (Linux: per /proc/*/fd; Windows: the Restart Manager).
 std::vector<ProcessInfo> processes_with_open(const std::filesystem::path& path);
 
 // "pid 123 (python3 train.py)" for each, joined by ", "; "an unknown process" when empty.
@@ -49,7 +54,7 @@ namespace ddp::proc {
 bool connected_to_port(pid_t pid, std::uint16_t port);
 
 // Raises RLIMIT_NOFILE's soft limit to its hard limit (servers with many clients); returns the
-// soft limit now in force.
+// soft limit now in force. Windows has no such limit on sockets: its per-process handle limit (2^24).
 std::uint64_t raise_open_file_limit();
 
 }  // namespace ddp::proc

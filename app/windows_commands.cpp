@@ -1,0 +1,9 @@
+// The Windows build's commands (docs/windows.md). The daemon, Slurm, report and the C++ worker
+// SDK stay Linux-only (the README's platform table).
+#include "app/commands.hpp"
+
+namespace ddp::app {
+
+std::vector<cli::Command> add_commands(CLI::App& app) { return {cli::add_store_command(app)}; }
+
+}  // namespace ddp::app

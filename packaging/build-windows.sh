@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Cross-builds ddp-launch.exe for 64-bit Windows with Debian's mingw-w64 into build-windows/
+# (build-windows/bin/ddp-launch.exe, statically linked: it needs no DLL beside it). The packages
+# come from ./packaging/install-deps.sh. Warnings are errors, as in the ci preset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-windows}
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || ! grep -q "CMAKE_GENERATOR:INTERNAL=Ninja" "$BUILD_DIR/CMakeCache.txt"; then
+  rm -rf "$BUILD_DIR"
+fi
+cmake -S . -B "$BUILD_DIR" -G Ninja \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DDDP_WERROR=ON >/dev/null
+cmake --build "$BUILD_DIR" -j "${JOBS:-2}"

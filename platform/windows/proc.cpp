@@ -1,0 +1,164 @@
+// platform/proc.hpp on Windows: Toolhelp (parents), the PEB (command lines), GetExtendedTcpTable
+// (ports), the Restart Manager (open files).
+#include "platform/proc.hpp"
+
+#include <winsock2.h>
+#include <ws2tcpip.h>
+// winsock2 first: windows.h would otherwise pull in the old winsock.h.
+#include <iphlpapi.h>
+#include <restartmanager.h>
+#include <tlhelp32.h>
+#include <windows.h>
+#include <winternl.h>
+
+#include <set>
+
+#include "platform/windows/wide.hpp"
+
+namespace ddp::proc {
+namespace {
+
+using platform::win::Handle;
+
+// The process's command line as Task Manager shows it: ProcessCommandLineInformation (Windows 8.1+),
+// else read from its PEB (Wine implements only the latter).
+std::wstring command_line_of(HANDLE process) {
+  constexpr auto kProcessCommandLineInformation = static_cast<PROCESSINFOCLASS>(60);
+  std::vector<char> buf(64 * 1024);
+  ULONG len = 0;
+  if (NtQueryInformationProcess(process, kProcessCommandLineInformation, buf.data(), static_cast<ULONG>(buf.size()),
+                                &len) == 0) {
+    const auto* text = reinterpret_cast<const UNICODE_STRING*>(buf.data());
+    return std::wstring(text->Buffer, text->Length / sizeof(wchar_t));
+  }
+  PROCESS_BASIC_INFORMATION basic{};
+  if (NtQueryInformationProcess(process, ProcessBasicInformation, &basic, sizeof basic, nullptr) != 0) return {};
+  PEB peb{};
+  RTL_USER_PROCESS_PARAMETERS params{};
+  if (!ReadProcessMemory(process, basic.PebBaseAddress, &peb, sizeof peb, nullptr) ||
+      !ReadProcessMemory(process, peb.ProcessParameters, &params, sizeof params, nullptr)) {
+    return {};
+  }
+  std::wstring text(params.CommandLine.Length / sizeof(wchar_t), L'\0');
+  if (!ReadProcessMemory(process, params.CommandLine.Buffer, text.data(), params.CommandLine.Length, nullptr))
+    return {};
+  return text;
+}
+
+std::optional<pid_t> parent_of(pid_t pid) {
+  Handle snapshot(CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0));
+  if (!snapshot) return std::nullopt;
+  PROCESSENTRY32W entry{};
+  entry.dwSize = sizeof entry;
+  for (BOOL ok = Process32FirstW(snapshot.get(), &entry); ok; ok = Process32NextW(snapshot.get(), &entry)) {
+    if (static_cast<pid_t>(entry.th32ProcessID) == pid) return static_cast<pid_t>(entry.th32ParentProcessID);
+  }
+  return std::nullopt;
+}
+
+// Every row of the IPv4 and IPv6 TCP tables of `kind` (listeners or connections), with its owner:
+// fn(owner pid, local port, remote port).
+template <typename Fn>
+void for_each_tcp_row(TCP_TABLE_CLASS kind, Fn&& fn) {
+  for (ULONG family : {AF_INET, AF_INET6}) {
+    DWORD size = 0;
+    GetExtendedTcpTable(nullptr, &size, FALSE, family, kind, 0);
+    std::vector<char> buf(size + 4096);  // rows may arrive between the two calls
+    size = static_cast<DWORD>(buf.size());
+    if (GetExtendedTcpTable(buf.data(), &size, FALSE, family, kind, 0) != NO_ERROR) continue;
+    if (family == AF_INET) {
+      const auto* table = reinterpret_cast<const MIB_TCPTABLE_OWNER_PID*>(buf.data());
+      for (DWORD i = 0; i < table->dwNumEntries; ++i) {
+        const auto& row = table->table[i];
+        fn(static_cast<pid_t>(row.dwOwningPid), ntohs(static_cast<u_short>(row.dwLocalPort)),
+           ntohs(static_cast<u_short>(row.dwRemotePort)));
+      }
+    } else {
+      const auto* table = reinterpret_cast<const MIB_TCP6TABLE_OWNER_PID*>(buf.data());
+      for (DWORD i = 0; i < table->dwNumEntries; ++i) {
+        const auto& row = table->table[i];
+        fn(static_cast<pid_t>(row.dwOwningPid), ntohs(static_cast<u_short>(row.dwLocalPort)),
+           ntohs(static_cast<u_short>(row.dwRemotePort)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
+  Handle process(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid)));
+  if (!process || WaitForSingleObject(process.get(), 0) != WAIT_TIMEOUT) return std::nullopt;  // gone
+  FILETIME created{}, exited{}, kernel{}, user{};
+  if (!GetProcessTimes(process.get(), &created, &exited, &kernel, &user)) return std::nullopt;
+  ProcStat st;
+  st.ppid = parent_of(pid).value_or(0);
+  st.start_time = (std::uint64_t{created.dwHighDateTime} << 32) | created.dwLowDateTime;
+  return st;
+}
+
+std::string cmdline(pid_t pid) {
+  Handle process(OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE, static_cast<DWORD>(pid)));
+  if (!process) process.reset(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(pid)));
+  if (!process) return "";
+  return platform::win::to_utf8(command_line_of(process.get()));
+}
+
+std::vector<ProcessInfo> listeners_on_port(std::uint16_t port) {
+  std::vector<ProcessInfo> found;
+  std::set<pid_t> seen;
+  bool anonymous = false;  // Wine's table has no owners
+  for_each_tcp_row(TCP_TABLE_OWNER_PID_LISTENER, [&](pid_t owner, unsigned local, unsigned) {
+    if (local != port) return;
+    if (owner == 0) {
+      anonymous = true;
+    } else if (seen.insert(owner).second) {
+      found.push_back({owner, cmdline(owner)});
+    }
+  });
+  if (found.empty() && anonymous) found.push_back({0, ""});
+  return found;
+}
+
+std::vector<ProcessInfo> processes_with_open(const std::filesystem::path& path) {
+  std::vector<ProcessInfo> found;
+  DWORD session = 0;
+  WCHAR key[CCH_RM_SESSION_KEY + 1] = {};
+  if (RmStartSession(&session, 0, key) != ERROR_SUCCESS) return found;
+  const std::wstring file = std::filesystem::absolute(path).wstring();
+  LPCWSTR files[] = {file.c_str()};
+  std::vector<RM_PROCESS_INFO> info(16);
+  if (RmRegisterResources(session, 1, files, 0, nullptr, 0, nullptr) == ERROR_SUCCESS) {
+    for (;;) {
+      UINT needed = 0;
+      auto count = static_cast<UINT>(info.size());
+      DWORD reasons = 0;
+      const DWORD rc = RmGetList(session, &needed, &count, info.data(), &reasons);
+      if (rc == ERROR_MORE_DATA) {
+        info.resize(needed + 4);
+        continue;
+      }
+      if (rc == ERROR_SUCCESS) {
+        for (UINT i = 0; i < count; ++i) {
+          const auto pid = static_cast<pid_t>(info[i].Process.dwProcessId);
+          found.push_back({pid, cmdline(pid)});
+        }
+      }
+      break;
+    }
+  }
+  RmEndSession(session);
+  return found;
+}
+
+bool connected_to_port(pid_t pid, std::uint16_t port) {
+  bool connected = false;
+  for_each_tcp_row(TCP_TABLE_OWNER_PID_CONNECTIONS, [&](pid_t owner, unsigned, unsigned remote) {
+    if (owner == pid && remote == port) connected = true;
+  });
+  return connected;
+}
+
+std::uint64_t raise_open_file_limit() { return std::uint64_t{1} << 24; }
+
+}  // namespace ddp::proc
