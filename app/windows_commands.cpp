@@ -4,6 +4,8 @@
 
 namespace ddp::app {
 
-std::vector<cli::Command> add_commands(CLI::App& app) { return {cli::add_store_command(app)}; }
+std::vector<cli::Command> add_commands(CLI::App& app) {
+  return {cli::add_store_command(app), cli::add_clean_command(app), cli::add_run_command(app)};
+}
 
 }  // namespace ddp::app

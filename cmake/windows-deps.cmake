@@ -31,3 +31,5 @@ add_compile_definitions(_WIN32_WINNT=0x0A00 WINVER=0x0A00 WIN32_LEAN_AND_MEAN NO
 add_link_options(-static)
 # GCC 12's -Wrestrict misfires inside libstdc++'s std::string at -O2 and above (GCC bug 105329).
 add_compile_options(-Wno-restrict)
+# pid_t as an int, as on Linux (the header says why).
+add_compile_options(-include ${CMAKE_CURRENT_LIST_DIR}/windows-pid.h)

@@ -1,9 +1,11 @@
 #include "common/gpu.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
+
+#include "platform/host.hpp"
+#include "platform/shared_library.hpp"
 
 namespace ddp::gpu {
 namespace {
@@ -38,21 +40,22 @@ struct Nvml::Api {
 
 std::string nvml_library_name() {
   const char* name = std::getenv(std::string(kNvmlLibraryVar).c_str());
-  return name && *name ? std::string(name) : std::string(kNvmlLibraryDefault);
+  if (name && *name) return name;
+  return std::string(platform::this_os() == platform::Os::Windows ? kNvmlLibraryWindows : kNvmlLibraryDefault);
 }
 
 std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
   auto name = nvml_library_name();
-  void* lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string error;
+  void* lib = platform::open_library(name, error);
   if (lib == nullptr) {
-    const char* err = ::dlerror();
-    why_not = fmt::format("cannot load {}: {}", name, err ? err : "unknown error");
+    why_not = fmt::format("cannot load {}: {}", name, error);
     return nullptr;
   }
   auto api = std::make_unique<Api>();
   api->lib = lib;
   auto sym = [&](auto& fn, const char* symbol) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, symbol));
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(platform::library_symbol(lib, symbol));
   };
   int (*init)() = nullptr;
   sym(init, "nvmlInit_v2");
@@ -65,12 +68,12 @@ std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
   sym(api->error_string, "nvmlErrorString");
   if (!init || !api->shutdown || !api->count) {
     why_not = fmt::format("{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlShutdown", name);
-    ::dlclose(lib);
+    platform::close_library(lib);
     return nullptr;
   }
   if (int rc = init(); rc != 0) {
     why_not = api->error("nvmlInit_v2", rc);
-    ::dlclose(lib);
+    platform::close_library(lib);
     return nullptr;
   }
   return std::unique_ptr<Nvml>(new Nvml(std::move(api)));
@@ -80,7 +83,7 @@ Nvml::Nvml(std::unique_ptr<Api> api) : api_(std::move(api)) {}
 
 Nvml::~Nvml() {
   api_->shutdown();
-  ::dlclose(api_->lib);
+  platform::close_library(api_->lib);
 }
 
 std::optional<int> Nvml::count() const {

@@ -1,6 +1,6 @@
 #pragma once
-// GPUs through NVML, loaded with dlopen at run time: the binary has no link-time dependency on
-// the NVIDIA driver, and a machine without one simply reports no NVML.
+// GPUs through NVML, loaded at run time (platform/shared_library.hpp): the binary has no link-time
+// dependency on the NVIDIA driver, and a machine without one simply reports no NVML.
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,9 +13,11 @@ struct GpuCount {
   std::string why_not;       // what failed (library missing, init error) when count is empty
 };
 
-// The NVML library dlopen loads: $DDP_NVML_LIBRARY, or libnvidia-ml.so.1.
+// The NVML library loaded: $DDP_NVML_LIBRARY, or libnvidia-ml.so.1 (Windows: nvml.dll, which the
+// driver installs in System32).
 inline constexpr std::string_view kNvmlLibraryVar = "DDP_NVML_LIBRARY";
 inline constexpr std::string_view kNvmlLibraryDefault = "libnvidia-ml.so.1";
+inline constexpr std::string_view kNvmlLibraryWindows = "nvml.dll";
 std::string nvml_library_name();
 
 GpuCount count_gpus();

@@ -142,13 +142,13 @@ WorkerCgroups::WorkerCgroups(std::string_view run_id, std::optional<std::uint64_
     spdlog::debug("worker cgroups: {} (cgroup.kill at teardown)", v2_.string());
   }
   if (memory_ == Memory::None) {
-    spdlog::debug("worker memory cgroups: off ({}); OOM kills are recognised from the kernel log only",
-                  why_not_memory);
+    spdlog::debug("worker memory cgroups: off ({}); OOM kills are recognised from the kernel log only", why_not_memory);
     if (limit_) {
-      throw UsageError(fmt::format("--memory-limit-per-rank needs a memory cgroup this process can create, and "
-                                   "there is none here ({}). Run as root on a host with cgroups, or delegate "
-                                   "the memory controller; or leave the option out.",
-                                   why_not_memory));
+      throw UsageError(
+          fmt::format("--memory-limit-per-rank needs a memory cgroup this process can create, and "
+                      "there is none here ({}). Run as root on a host with cgroups, or delegate "
+                      "the memory controller; or leave the option out.",
+                      why_not_memory));
     }
   } else {
     spdlog::debug("worker memory cgroups: {}", memory_ == Memory::V2 ? v2_.string() : v1_memory_.string());
@@ -167,7 +167,7 @@ fs::path WorkerCgroups::rank_dir(const fs::path& base, int attempt, int local_ra
   return base / fmt::format("attempt_{}", attempt) / fmt::format("rank_{}", local_rank);
 }
 
-std::vector<int> WorkerCgroups::prepare_rank(int attempt, int local_rank) {
+std::vector<platform::NativeHandle> WorkerCgroups::prepare_rank(int attempt, int local_rank) {
   std::vector<int> fds;
   if (std::find(attempts_.begin(), attempts_.end(), attempt) == attempts_.end()) attempts_.push_back(attempt);
   auto join = [&](const fs::path& base, bool v2) {
@@ -188,7 +188,8 @@ std::vector<int> WorkerCgroups::prepare_rank(int attempt, int local_rank) {
       }
     }
     int fd = ::open((dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return spdlog::warn("worker cgroup: cannot open {}/cgroup.procs: {}", dir.string(), std::strerror(errno));
+    if (fd < 0)
+      return spdlog::warn("worker cgroup: cannot open {}/cgroup.procs: {}", dir.string(), std::strerror(errno));
     fds.push_back(fd);
   };
   if (!v2_.empty()) join(v2_, true);
@@ -208,8 +209,8 @@ void WorkerCgroups::remove_attempts(std::chrono::milliseconds wait) {
   std::vector<int> kept;
   for (int attempt : attempts_) {
     auto v2_attempt = v2_.empty() ? fs::path() : v2_ / fmt::format("attempt_{}", attempt);
-    bool empty = v2_attempt.empty() || wait_unpopulated(v2_attempt, wait.count() > 0 ? deadline
-                                                                                         : std::chrono::steady_clock::now());
+    bool empty = v2_attempt.empty() ||
+                 wait_unpopulated(v2_attempt, wait.count() > 0 ? deadline : std::chrono::steady_clock::now());
     if (!empty) {
       kept.push_back(attempt);
       continue;

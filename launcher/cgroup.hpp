@@ -7,7 +7,9 @@
 //    count (memory.events / memory.oom_control), the evidence behind "killed by the OOM killer",
 //    and the optional per-rank limit (--memory-limit-per-rank).
 // Where nothing is writable (not root, no delegation, cgroup v1 only) the supervisor falls back to
-// process groups alone; a debug line says why.
+// process groups alone; a debug line says why. The Windows build has none of this
+// (cgroup_windows.cpp: no directories, no limit, no OOM evidence); its workers' Job Objects
+// (platform/spawn.hpp) do what cgroup.kill does here.
 #include <sys/types.h>
 
 #include <chrono>
@@ -17,6 +19,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "platform/native_handle.hpp"
 
 namespace ddp::launcher {
 
@@ -75,7 +79,7 @@ class WorkerCgroups {
 
   // Creates the rank's cgroups for `attempt` (limit set) and opens their cgroup.procs files
   // (O_CLOEXEC); the child writes "0" to each between fork and exec. Close them after the fork.
-  std::vector<int> prepare_rank(int attempt, int local_rank);
+  std::vector<platform::NativeHandle> prepare_rank(int attempt, int local_rank);
 
   // cgroup.kill on the whole run (every rank of every attempt and everything they started).
   void kill_all();

@@ -240,7 +240,7 @@ DoctorCheck check_filestore(const std::string& arg) {
   store::CleanOptions options;
   options.dry_run = true;
   const store::FileStoreCleaner cleaner(options);
-  const auto path = store::path_from_file_url(arg).value_or(arg);
+  const auto path = store::path_from_file_url(arg, store::native_path_style()).value_or(arg);
   return judge_filestore(arg, cleaner.clean(path));
 }
 

@@ -4,12 +4,9 @@
 // what they leave to the shell (interpreter, run directory).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <boost/process/search_path.hpp>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
+#include <system_error>
 
 #include "common/error.hpp"
 #include "launcher/commands.hpp"
@@ -17,39 +14,37 @@
 #include "launcher/python_choice.hpp"
 #include "launcher/run_options.hpp"
 #include "launcher/supervisor.hpp"
+#include "platform/files.hpp"
+#include "platform/programs.hpp"
 
 namespace ddp::cli {
 namespace {
 
 std::string resolve_program(const std::string& program, const char* what) {
-  if (program.find('/') != std::string::npos) {
-    if (::access(program.c_str(), X_OK) != 0) {
-      throw UsageError(fmt::format("{} '{}' is not an executable file", what, program));
-    }
-    return program;
-  }
-  auto found = boost::process::search_path(program);
-  if (found.empty()) throw UsageError(fmt::format("{} '{}' was not found on PATH", what, program));
-  return found.string();
+  auto found = platform::find_program(program);  // a path as it is (Windows: + .exe etc.), else on PATH
+  if (found) return *found;
+  if (platform::names_a_path(program))
+    throw UsageError(fmt::format("{} '{}' is not an executable file", what, program));
+  throw UsageError(fmt::format("{} '{}' was not found on PATH", what, program));
 }
 
-// torchrun's per-run directory inside --log-dir: <run_id>_<random>, made atomically (mkdtemp), so
-// two runs sharing a --log-dir never write into each other's files.
+// torchrun's per-run directory inside --log-dir: <run_id>_<random>, made atomically, so two runs
+// sharing a --log-dir never write into each other's files.
 std::filesystem::path make_run_dir_in(const std::filesystem::path& log_dir, const std::string& run_id) {
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
   std::string id = run_id;
   for (char& ch : id) {
-    if (ch == '/') ch = '_';
+    if (ch == '/' || ch == '\\' || ch == ':') ch = '_';
   }
-  std::string tmpl = (log_dir / (id + "_XXXXXX")).string();
-  if (!::mkdtemp(tmpl.data())) {
+  try {
+    return platform::make_unique_directory(log_dir, id + "_");
+  } catch (const std::system_error& e) {
     throw Error(
         fmt::format("cannot create this run's directory in --log-dir {}: {}{}. Give a --log-dir you "
                     "can write to",
-                    log_dir.string(), std::strerror(errno), ec ? " (" + ec.message() + ")" : ""));
+                    log_dir.string(), e.code().message(), ec ? " (" + ec.message() + ")" : ""));
   }
-  return std::filesystem::absolute(tmpl);
 }
 
 // What the pure rules leave to the shell: the interpreter, argv[0] on PATH, stale FileStores the

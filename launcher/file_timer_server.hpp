@@ -16,13 +16,13 @@
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "launcher/file_timer.hpp"
+#include "platform/pipe.hpp"
 
 namespace ddp::launcher {
 
@@ -70,7 +70,7 @@ class FileTimerServer {
 
   FileTimerSetup setup_;
   Hooks hooks_;
-  boost::asio::posix::stream_descriptor fifo_;
+  platform::PipeStream fifo_;  // the FIFO's read end (POSIX only: file_timer_server_windows.cpp serves none)
   boost::asio::steady_timer timer_;
   std::optional<double> armed_for_;  // the deadline the timer waits for
   bool serving_ = false;

@@ -63,7 +63,8 @@ void check_one(const NamedFileStore& named, const store::CleanOptions& options) 
 }  // namespace
 
 void guard_user_filestores(const SupervisorConfig& config) {
-  const auto named = filestores_named_by(config.worker_argv, config.base_env, config.store_mode == StoreMode::File);
+  const auto named = filestores_named_by(config.worker_argv, config.base_env, config.store_mode == StoreMode::File,
+                                         store::native_path_style());
   if (named.empty()) return;
   store::CleanOptions options;
   options.dry_run = config.plan.nnodes > 1 || config.dynamic.has_value();

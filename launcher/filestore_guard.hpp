@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "launcher/worker_env.hpp"
+#include "store/filestore.hpp"
 
 namespace ddp::launcher {
 
@@ -24,8 +25,10 @@ struct NamedFileStore {
 // holds one), plus $DDP_FILESTORE_PATH unless the run sets that variable itself (`--store file`).
 // Arguments holding a {placeholder} inside the URL are skipped (they are expanded per rank).
 // Each path once, in the order found.
+// `style`: how torch reads the URLs on the OS the workers run on.
 std::vector<NamedFileStore> filestores_named_by(const std::vector<std::string>& argv, const EnvMap& env,
-                                                bool run_sets_filestore_var);
+                                                bool run_sets_filestore_var,
+                                                store::PathStyle style = store::PathStyle::Posix);
 
 // The I/O shell, called once before the launch (from `run`). One node: removes stale files and
 // logs what it removed; throws ddp::Error for a FileStore in use, torn with a stuck reader, or not

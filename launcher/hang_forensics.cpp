@@ -174,10 +174,10 @@ bool HangForensics::Collection::start_gdb(TargetState& ts) {
   ::close(fds[1]);
   if (!res.ok()) {
     ::close(fds[0]);
-    ts.gdb_problem = fmt::format("gdb ({}) could not start: {}: {}", req.program, res.what, std::strerror(res.error));
+    ts.gdb_problem = fmt::format("gdb ({}) could not start: {}: {}", req.program, res.what, res.error);
     return false;
   }
-  ts.gdb_pid = res.pid;
+  ts.gdb_pid = res.child.pid();
   ts.gdb_pipe = std::make_unique<asio::posix::stream_descriptor>(io, fds[0]);
   ts.buf.resize(16384);
   read_gdb(ts);

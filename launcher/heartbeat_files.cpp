@@ -1,8 +1,5 @@
 #include "launcher/heartbeat_files.hpp"
 
-#include <spdlog/spdlog.h>
-#include <sys/inotify.h>
-
 #include <charconv>
 #include <string_view>
 
@@ -22,26 +19,8 @@ std::optional<int> heartbeat_local_rank(const std::string& file_name) {
   return n;
 }
 
-HeartbeatFiles::HeartbeatFiles(boost::asio::io_context& io, std::filesystem::path dir, std::function<void(int)> on_beat)
-    : dir_(std::move(dir)), inotify_(io) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  // IN_CLOSE_WRITE: open(…, "w").close(); IN_MODIFY: a write to a file kept open; IN_ATTRIB: touch;
-  // IN_CREATE: the first open of a new file.
-  if (!ec) {
-    token_ = inotify_.watch_directory(dir_, IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB,
-                                      [on_beat = std::move(on_beat)](const std::string& name) {
-                                        if (auto r = heartbeat_local_rank(name)) on_beat(*r);
-                                      });
-  }
-  if (!token_) {
-    spdlog::warn("cannot watch {} ({}): heartbeat files are off for this run (output lines still count as progress)",
-                 dir_.string(), ec ? ec.message() : "inotify_add_watch failed");
-  }
-}
-
 std::string HeartbeatFiles::path_of(int local_rank) const {
-  if (!token_) return {};
+  if (!enabled()) return {};
   return (dir_ / (std::string(kPrefix) + std::to_string(local_rank))).string();
 }
 

@@ -2,13 +2,15 @@
 // The ranks' heartbeat files: <run_dir>/attempt_<k>/heartbeats/local_rank_<N>, one per local rank, named to
 // each worker in $DDP_HEARTBEAT_FILE. A write, a touch or a close after opening one for writing is
 // progress evidence for the hang watchdog, seen through inotify on the supervisor's loop (one watch
-// on the directory): no polling, no wake-up while nobody writes.
+// on the directory): no polling, no wake-up while nobody writes (heartbeat_watch_linux.cpp). The
+// Windows build does not watch them (heartbeat_watch_windows.cpp): heartbeats are off there and
+// output lines alone count as progress.
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
-
-#include "common/inotify.hpp"
 
 namespace ddp::launcher {
 
@@ -21,14 +23,15 @@ class HeartbeatFiles {
   // directory cannot be made or watched, heartbeats are off and enabled() says so.
   HeartbeatFiles(boost::asio::io_context& io, std::filesystem::path dir, std::function<void(int)> on_beat);
 
-  bool enabled() const { return token_.has_value(); }
+  ~HeartbeatFiles();
+  bool enabled() const;
   // The local rank's file (for $DDP_HEARTBEAT_FILE); empty when heartbeats are off.
   std::string path_of(int local_rank) const;
 
  private:
+  struct Watch;  // the platform's
   std::filesystem::path dir_;
-  Inotify inotify_;
-  std::optional<int> token_;
+  std::unique_ptr<Watch> watch_;  // null: heartbeats off
 };
 
 }  // namespace ddp::launcher

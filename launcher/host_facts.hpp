@@ -21,6 +21,9 @@ struct HostFacts {
   std::filesystem::path temp_dir = "/tmp";
   int pid = 0;
   std::string random_id = "00000000";  // run id for --standalone without --rdzv-id
+  // The Windows build: the rules refuse what it lacks (cgroups, NUMA binding, the c10d rendezvous,
+  // Slurm; docs/windows.md) with an error naming the flag, instead of failing later.
+  bool windows = false;
   // Lookups the rules call only when they apply (NVML takes a while to load, DNS may hang for
   // seconds); in tests each is a lambda returning a made-up answer:
   // NVML's device count (nullopt and why not when NVML is unavailable), for --nproc-per-node gpu/auto ...
@@ -37,6 +40,8 @@ struct HostFacts {
 
 // Shell: this process's environment, hardware and name (NVML is loaded, nothing is changed).
 HostFacts gather_host_facts();
+// The lookups of this platform (host_lookups_linux.cpp, host_lookups_windows.cpp), for gather_host_facts.
+void add_host_lookups(HostFacts& facts);
 
 // For checking options on a host other than the one that runs them (`ddp-launch sbatch`): node 0
 // of an srun step of `nodes` nodes, one GPU, no lookups that could fail for the submit host.

@@ -117,8 +117,8 @@ LogRouter::LogRouter(asio::io_context& io, Console& console, FileWriter& files, 
     spdlog::warn("fault injection: {} armed: worker output is read 200 ms late (tests only)", kFaultSlowPipeReads);
 }
 
-void LogRouter::start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRouting& routing,
-                      const std::filesystem::path& dir) {
+void LogRouter::start(RankOutput& r, platform::NativeHandle stdout_fd, platform::NativeHandle stderr_fd,
+                      const RankRouting& routing, const std::filesystem::path& dir) {
   for (auto [s, route, name] :
        {std::tuple{&r.out, routing.out, "stdout.log"}, std::tuple{&r.err, routing.err, "stderr.log"}}) {
     s->console = route.console;

@@ -9,7 +9,6 @@
 // pauses only the reading of the rank whose file is behind (FileWriter's bound), so that rank
 // waits for the disk as it would writing the file itself.
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -25,6 +24,7 @@
 
 #include "launcher/file_writer.hpp"
 #include "launcher/output_lines.hpp"
+#include "platform/pipe.hpp"
 
 namespace ddp::launcher {
 
@@ -77,8 +77,8 @@ struct StreamCapture {
 
 struct RankStream {
   explicit RankStream(boost::asio::io_context& io) : pipe(io) {}
-  boost::asio::posix::stream_descriptor pipe;  // the read end
-  OutputLines lines;  // for the console, the metrics and the summary; the file gets the bytes as read
+  platform::PipeStream pipe;  // the read end (Windows: a read at the end says broken_pipe, not eof)
+  OutputLines lines;          // for the console, the metrics and the summary; the file gets the bytes as read
   std::vector<char> buf = std::vector<char>(64 * 1024);
   bool open = true;
   bool console = true;  // shown on the console (not redirected, or teed; and not filtered out)
@@ -94,7 +94,7 @@ std::shared_ptr<StreamCapture> capture_stream(RankStream& s, std::function<void(
 struct RankOutput {
   explicit RankOutput(boost::asio::io_context& io) : out(io), err(io) {}
   int attempt = 0;
-  int rank = 0;        // global
+  int rank = 0;  // global
   int local_rank = 0;
   std::string prefix;  // of its console and filtered-log lines
   RankStream out;
@@ -116,7 +116,8 @@ class LogRouter {
 
   // Routes the rank's pipes (its files stdout.log/stderr.log in `dir`) and starts reading them.
   // `r` must outlive the reads (the supervisor keeps every attempt's ranks to its end).
-  void start(RankOutput& r, int stdout_fd, int stderr_fd, const RankRouting& routing, const std::filesystem::path& dir);
+  void start(RankOutput& r, platform::NativeHandle stdout_fd, platform::NativeHandle stderr_fd,
+             const RankRouting& routing, const std::filesystem::path& dir);
   // Called for every whole line a rank printed (either stream), after it was routed: the hang
   // watchdog's progress evidence. Must be cheap: it runs once per line.
   void on_each_line(std::function<void(const RankOutput&)> hook) { line_hook_ = std::move(hook); }

@@ -2,16 +2,16 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "common/error.hpp"
 #include "launcher/rendezvous_client.hpp"
+#include "platform/host.hpp"
 #include "store/server.hpp"
 
 namespace asio = boost::asio;
@@ -21,14 +21,13 @@ using namespace std::chrono_literals;
 namespace ddp::launcher {
 
 std::string default_node_name() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || !host[0]) return "localhost";
-  return host;
+  auto host = platform::host_name();
+  return host.empty() ? "localhost" : host;
 }
 
 std::string make_rdzv_token(const std::string& name) {
   std::random_device rd;
-  return fmt::format("{}:{}:{:08x}", name, ::getpid(), rd());
+  return fmt::format("{}:{}:{:08x}", name, platform::current_pid(), rd());
 }
 
 std::string rdzv_prefix(const RendezvousConfig& c) { return fmt::format("rdzv/{}/", c.run_id); }
@@ -69,7 +68,8 @@ class RendezvousHost : public Rendezvous {
     // Who hosts: the other nodes name this supervisor when the store goes, and tell a restarted
     // one (a new token) from this one when they reconnect.
     server_->set_local(
-        p_ + "host", json{{"token", self_.token}, {"host", self_.host}, {"pid", static_cast<int>(::getpid())}}.dump());
+        p_ + "host",
+        json{{"token", self_.token}, {"host", self_.host}, {"pid", static_cast<int>(platform::current_pid())}}.dump());
     server_->start();
     spdlog::info("rendezvous store (c10d, run id {}) hosted here on {}:{}", config_.run_id, config_.endpoint_host,
                  server_->port());
@@ -165,9 +165,10 @@ class RendezvousHost : public Rendezvous {
       if (--conns_of_[token] > 0) return;
       conns_of_.erase(token);
       asio::post(io_, [this, token] {
-        spdlog::info("rendezvous: the store connection of node {} closed; it is dropped unless it reconnects within "
-                     "{} ms",
-                     token, config_.policy.connection_grace.count());
+        spdlog::info(
+            "rendezvous: the store connection of node {} closed; it is dropped unless it reconnects within "
+            "{} ms",
+            token, config_.policy.connection_grace.count());
         feed(rdzv_event::ConnectionClosed{token, now()});
       });
     };
@@ -247,9 +248,16 @@ class RendezvousHost : public Rendezvous {
       if (s.token == self_.token) store_node_rank = s.node_rank;
     }
     for (const auto& s : r.nodes) {
-      RoundAssignment a{r.round,      s.node_rank,  static_cast<int>(r.nodes.size()),
-                        r.world_size, s.rank_base,  s.nproc,
-                        worker_addr_, worker_port_, {}, r.membership_changed};
+      RoundAssignment a{r.round,
+                        s.node_rank,
+                        static_cast<int>(r.nodes.size()),
+                        r.world_size,
+                        s.rank_base,
+                        s.nproc,
+                        worker_addr_,
+                        worker_port_,
+                        {},
+                        r.membership_changed};
       hosts += fmt::format("{}{}={}", hosts.empty() ? "" : " ", s.node_rank, s.host);
       if (s.token == self_.token) {
         mine = a;
@@ -349,7 +357,6 @@ class RendezvousHost : public Rendezvous {
   std::map<store::ConnId, std::string> conn_token_;  // a store connection → the node whose token it named
   std::map<std::string, int> conns_of_;              // a node → how many of its connections are open
 };
-
 
 }  // namespace
 

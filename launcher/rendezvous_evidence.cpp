@@ -5,8 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "store/client.hpp"
-
 namespace ddp::launcher {
 
 std::optional<std::int64_t> filestore_barrier_count(const store::FileStoreLog& log) {
@@ -35,24 +33,6 @@ store::FileStoreLog read_filestore(const std::filesystem::path& path) {
   std::stringstream bytes;
   if (in) bytes << in.rdbuf();
   return store::FileStoreLog::parse(bytes.str());
-}
-
-std::optional<std::int64_t> rank0_store_arrivals(const std::string& host, std::uint16_t port) {
-  try {
-    store::ClientOptions o;
-    o.host = host;
-    o.port = port;
-    o.dialect = store::Dialect::A;
-    o.connect_timeout = std::chrono::seconds(2);
-    o.timeout = std::chrono::seconds(2);
-    store::StoreClient client(o);
-    // CHECK first: torch 1.13's server answers a GET of a missing key with an exception in its
-    // daemon thread, not with a reply.
-    if (!client.check({"init/"})) return 0;
-    return std::stoll(client.get("init/"));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
 }
 
 }  // namespace ddp::launcher

@@ -23,6 +23,7 @@
 #include "launcher/rdzv_conf.hpp"
 #include "launcher/slurm.hpp"
 #include "launcher/straggler_detector.hpp"
+#include "store/filestore.hpp"
 
 namespace ddp::launcher {
 namespace {
@@ -223,14 +224,17 @@ void plan_static(const RunArgs& a, SupervisorConfig& c) {
   }
 }
 
-void plan_store(const RunArgs& a, SupervisorConfig& c) {
+void plan_store(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c) {
   std::string store = a.store;
   if (a.was_given("--filestore")) {
     if (a.was_given("--store") && store != "file") {
       throw UsageError(fmt::format("--filestore needs --store file, not --store {}", store));
     }
     std::string path = a.filestore;
-    if (path.rfind("file://", 0) == 0) path.erase(0, 7);
+    if (path.rfind("file://", 0) == 0) {
+      path = store::path_from_file_url(path, facts.windows ? store::PathStyle::Windows : store::PathStyle::Posix)
+                 .value_or("");
+    }
     if (path.empty()) throw UsageError("--filestore: give a path");
     store = "file";
     c.filestore_path = path;
@@ -493,12 +497,34 @@ std::chrono::milliseconds parse_duration(const std::string& value, const char* f
   return std::chrono::milliseconds(static_cast<long>(seconds * 1000 + 0.5));
 }
 
+namespace {
+
+// The Windows build lacks cgroups, NUMA binding and a store client (docs/windows.md): the flags
+// that need them are refused before anything starts, naming what to do instead.
+void check_windows(const RunArgs& a, const HostFacts& facts) {
+  if (!facts.windows) return;
+  if (a.rdzv_backend == "c10d") {
+    throw UsageError(
+        "--rdzv-backend c10d is not in the Windows build (joining the rendezvous needs our store client, which "
+        "is POSIX-only so far); use one node, or --nnodes N --node-rank R --master-addr HOST on each");
+  }
+  if (!a.memory_limit_per_rank.empty()) {
+    throw UsageError("--memory-limit-per-rank needs Linux's cgroups; the Windows build has no per-rank memory limit");
+  }
+  if (!a.numa_binding.empty()) {
+    throw UsageError("--numa-binding reads Linux's /sys NUMA nodes; the Windows build cannot bind ranks to them");
+  }
+}
+
+}  // namespace
+
 RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {
   RunArgs a = args;
   RunPlan plan;
   check_command(a);
   check_unsupported(a, plan);
-  const bool slurm_node_rank = take_from_slurm(a, facts, plan);
+  check_windows(a, facts);
+  const bool slurm_node_rank = !facts.windows && take_from_slurm(a, facts, plan);
   auto& c = plan.config;
   c.node_name = a.local_addr;
   if (a.rdzv_backend == "c10d") {
@@ -509,7 +535,7 @@ RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {
   c.plan.nproc_per_node = parse_nproc(a.nproc_per_node, facts, plan);
   c.plan.role = a.role;
   if (c.dynamic) c.dynamic->nproc = c.plan.nproc_per_node;
-  plan_store(a, c);
+  plan_store(a, facts, c);
   plan_supervision(a, c);
   c.shutdown_grace = plan_shutdown_grace(a, facts);
   c.run_id = a.rdzv_id == "none" && a.standalone ? facts.random_id : a.rdzv_id;

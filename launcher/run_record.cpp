@@ -1,36 +1,19 @@
-// The run record's shell: reading and writing processes.json, killing what a predecessor left.
-#include <fmt/format.h>
-#include <signal.h>
-#include <spdlog/spdlog.h>
-#include <unistd.h>
+// The run record's shell: reading and writing processes.json, and the sweep of what a predecessor
+// left (the killing itself is the platform's: run_record_kill_linux.cpp, run_record_kill_windows.cpp).
+#include "launcher/run_record.hpp"
 
-#include <chrono>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/error.hpp"
-#include "launcher/cgroup.hpp"
-#include "launcher/run_record.hpp"
+#include "platform/host.hpp"
 
 namespace fs = std::filesystem;
 
 namespace ddp::launcher {
-namespace {
-
-std::vector<std::pair<pid_t, proc::ProcStat>> all_processes() {
-  std::vector<std::pair<pid_t, proc::ProcStat>> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", fs::directory_options::skip_permission_denied, ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto pid = static_cast<pid_t>(std::stol(name));
-    if (auto st = proc::read_proc_stat(pid)) out.emplace_back(pid, *st);
-  }
-  return out;
-}
-
-}  // namespace
 
 RecordedProcess recorded_process(pid_t pid) {
   auto st = proc::read_proc_stat(pid);
@@ -60,7 +43,7 @@ std::optional<SweptPredecessor> RunRecord::sweep(const fs::path& record) {
     return std::nullopt;
   }
   const pid_t sup = r.supervisor.pid;
-  switch (record_owner(r, ::getpid(), paths_, proc::read_proc_stat)) {
+  switch (record_owner(r, platform::current_pid(), paths_, proc::read_proc_stat)) {
     case RecordOwner::Gone: break;
     case RecordOwner::SiblingRun: return std::nullopt;
     case RecordOwner::SharedRunId:
@@ -76,22 +59,7 @@ std::optional<SweptPredecessor> RunRecord::sweep(const fs::path& record) {
                       "--run-dir (or --rdzv-id)",
                       record.string(), sup));
   }
-  std::vector<pid_t> killed;
-  for (const auto& step : plan_sweep(r, proc::read_proc_stat)) {
-    if (step.leader_alive) {
-      ::kill(-step.pgid, SIGKILL);
-      killed.push_back(step.pgid);
-      continue;
-    }
-    for (pid_t pid : members_to_sweep(step, all_processes())) {
-      if (::kill(pid, SIGKILL) == 0) killed.push_back(pid);
-    }
-  }
-  if (kill_and_remove_run_cgroups(r.cgroups, std::chrono::milliseconds(1000))) {
-    nlohmann::json dirs = nlohmann::json::array();
-    for (const auto& c : r.cgroups) dirs.push_back(c.string());
-    spdlog::warn("killed and removed the cgroups a killed supervisor (pid {}) left: {}", sup, dirs.dump());
-  }
+  const std::vector<pid_t> killed = kill_recorded(r);
   std::error_code ec;
   fs::remove(record, ec);
   if (killed.empty()) return std::nullopt;
@@ -100,6 +68,37 @@ std::optional<SweptPredecessor> RunRecord::sweep(const fs::path& record) {
   spdlog::warn("swept {} process(es) a killed supervisor (pid {}) left behind (per {}): {}", killed.size(), sup,
                record.string(), pids);
   return SweptPredecessor{sup, killed};
+}
+
+std::vector<proc::ProcessInfo> dead_run_workers(const fs::path& file, const std::vector<fs::path>& dirs) {
+  std::vector<fs::path> records;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    records.push_back(dir / "processes.json");
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.path().filename().string().rfind("ddp-launch-", 0) == 0)
+        records.push_back(entry.path() / "processes.json");
+    }
+  }
+  auto same_file = [&](const std::string& named) {
+    std::error_code ec;
+    return fs::path(named) == file || fs::equivalent(named, file, ec);
+  };
+  std::vector<proc::ProcessInfo> out;
+  for (const auto& path : records) {
+    std::ifstream in(path);
+    if (!in) continue;
+    try {
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const auto& w : dead_run_workers_of(parse_run_record(text.str()), proc::read_proc_stat, same_file)) {
+        out.push_back({w.pid, proc::cmdline(w.pid)});
+      }
+    } catch (const std::exception&) {
+      // not a record of ours, or one being written: nothing to learn from it
+    }
+  }
+  return out;
 }
 
 void RunRecord::write(const RunRecordContent& content) const {

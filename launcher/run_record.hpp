@@ -37,6 +37,9 @@ struct RunRecordContent {
   RecordedProcess guardian;
   int attempt = 0;
   std::vector<std::filesystem::path> cgroups;
+  // The FileStore files its workers use (--store file's, and the file:// paths their command lines
+  // and environments name): `clean` asks records whose supervisor is gone who may hold one.
+  std::vector<std::string> filestores;
   std::vector<RecordedProcess> workers;
 };
 
@@ -118,5 +121,24 @@ class RunRecord {
 
 // The record entry of a live process (its pgid and start time from /proc; 0 when unreadable).
 RecordedProcess recorded_process(pid_t pid);
+
+// --- pure ---
+// Whether a record's supervisor is gone (`lookup` finds no process with its pid and start time), and
+// its workers that still run (pid and start time match), when the record names `filestore` among its
+// FileStores (compared as given and as `same_file` decides).
+std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record, const ProcStatLookup& lookup,
+                                                 const std::function<bool(const std::string&)>& names_filestore);
+
+// --- the shell ---
+// The live workers of dead runs whose records (processes.json in `dirs` and their ddp-launch-*
+// subdirectories: the temporary directory, a --log-dir) name the FileStore `file`.
+std::vector<proc::ProcessInfo> dead_run_workers(const std::filesystem::path& file,
+                                                const std::vector<std::filesystem::path>& dirs);
+
+// Kills what a dead supervisor's record names and is provably its, returns the pids killed. Linux:
+// plan_sweep's groups and members, then its cgroups. Windows: each recorded worker still alive with
+// its recorded start time (its Job Object died with the supervisor, so this finds one only when the
+// record outlived a supervisor ended some other way).
+std::vector<pid_t> kill_recorded(const RunRecordContent& record);
 
 }  // namespace ddp::launcher

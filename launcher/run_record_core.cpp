@@ -1,4 +1,5 @@
 // The run record's pure part: the file's JSON, where predecessors' records are, what to sweep.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "launcher/run_record.hpp"
@@ -32,6 +33,7 @@ std::string run_record_text(const RunRecordContent& record) {
          {"guardian", entry_json(record.guardian)},
          {"attempt", record.attempt},
          {"cgroups", cgroup_dirs},
+         {"filestores", record.filestores},
          {"workers", json::array()}};
   for (const auto& w : record.workers) {
     auto e = entry_json(w);
@@ -49,13 +51,25 @@ RunRecordContent parse_run_record(std::string_view text) {
   r.guardian = entry_of(j.value("guardian", json::object()));
   r.attempt = j.value("attempt", 0);
   for (const auto& c : j.value("cgroups", json::array())) r.cgroups.emplace_back(c.get<std::string>());
+  for (const auto& f : j.value("filestores", json::array())) r.filestores.push_back(f.get<std::string>());
   for (const auto& w : j.value("workers", json::array())) r.workers.push_back(entry_of(w));
   return r;
 }
 
-fs::path RunRecordPaths::record() const {
-  return processes_file.empty() ? run_dir / "processes.json" : processes_file;
+std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record, const ProcStatLookup& lookup,
+                                                 const std::function<bool(const std::string&)>& names_filestore) {
+  std::vector<RecordedProcess> out;
+  if (std::none_of(record.filestores.begin(), record.filestores.end(), names_filestore)) return out;
+  auto sup = lookup(record.supervisor.pid);
+  if (record.supervisor.pid <= 0 || (sup && sup->start_time == record.supervisor.start_time)) return out;  // alive
+  for (const auto& w : record.workers) {
+    auto st = w.pid > 0 ? lookup(w.pid) : std::nullopt;
+    if (st && st->start_time == w.start_time && w.start_time != 0) out.push_back(w);
+  }
+  return out;
 }
+
+fs::path RunRecordPaths::record() const { return processes_file.empty() ? run_dir / "processes.json" : processes_file; }
 
 std::vector<fs::path> predecessor_records(const RunRecordPaths& paths) {
   if (!paths.processes_file.empty() || paths.log_base_dir.empty()) return {paths.record()};

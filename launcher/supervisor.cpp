@@ -2,14 +2,11 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
-#include <csignal>
 #include <memory>
 #include <optional>
 
@@ -20,8 +17,8 @@
 #include "launcher/event_log.hpp"
 #include "launcher/failure_report.hpp"
 #include "launcher/file_timer_server.hpp"
+#include "launcher/filestore_guard.hpp"
 #include "launcher/gpu_watch.hpp"
-#include "launcher/guardian.hpp"
 #include "launcher/hang_response.hpp"
 #include "launcher/log_router.hpp"
 #include "launcher/metrics_recorder.hpp"
@@ -33,6 +30,11 @@
 #include "launcher/supervisor_machine.hpp"
 #include "launcher/worker_group.hpp"
 #include "launcher/worker_store.hpp"
+#include "platform/child_exits.hpp"
+#include "platform/containment.hpp"
+#include "platform/host.hpp"
+#include "platform/stop_signals.hpp"
+#include "store/filestore_cleaner.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -49,9 +51,14 @@ class Supervisor {
         plan_(plan_ranks(config.plan)),
         machine_(supervisor_policy(config)),
         cgroups_(config.run_id, config.memory_limit_per_rank),
-        guardian_(Guardian::start(cgroups_.dirs())),
+        // If we die, the run's cgroups go too (POSIX: in the guardian; Windows: no cgroups).
+        containment_(platform::Containment::start(
+            [dirs = cgroups_.dirs()] { kill_and_remove_run_cgroups(dirs, std::chrono::milliseconds(2000)); })),
         signals_(io_),
-        child_signal_(io_, SIGCHLD),
+        exits_(io_,
+               [this](const platform::ChildExit& x) {
+                 workers_.exited(x, [this](Worker& w, const RankExit& r) { on_reaped(w, r); });
+               }),
         grace_timer_(io_),
         backoff_timer_(io_),
         drain_timer_(io_),
@@ -88,10 +95,11 @@ class Supervisor {
   int run() {
     // Handled from the start: a signal while the supervisor waits for a rendezvous round (before
     // any worker exists) ends the run at once, as torchrun's.
+    // (Windows delivers SIGINT, SIGTERM and SIGHUP only: Ctrl-C, Ctrl-Break, the console closing.)
     for (int s : config_.handled_signals) signals_.add(s);
     sweep_predecessor();
     // A temporary run directory is garbage once the guardian has cleaned up after a SIGKILLed us.
-    if (config_.remove_run_dir) guardian_.remove_on_death(config_.run_dir);
+    if (config_.remove_run_dir) containment_.remove_on_death(config_.run_dir);
     record_processes();
     watch_progress();
     try {
@@ -103,13 +111,12 @@ class Supervisor {
       throw;
     }
     arm_signals();
-    arm_sigchld();
     events_.emit(started_event(
         config_,
         StartFacts{.world_size = plan_.front().world_size,
                    .filestore = store_.filestore().string(),
                    .master_port = master_port_,
-                   .supervisor_pid = ::getpid(),
+                   .supervisor_pid = static_cast<int>(platform::current_pid()),
                    .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
                    .memory_cgroup = cgroups_.memory_accounting()}));
     if (rdzv_) {
@@ -135,12 +142,25 @@ class Supervisor {
   void record_processes() {
     if (record_.disabled()) return;
     RunRecordContent r;
-    r.supervisor = recorded_process(::getpid());
-    r.guardian = recorded_process(guardian_.pid());
+    r.supervisor = recorded_process(platform::current_pid());
+    r.guardian = recorded_process(containment_.pid());
     r.attempt = machine_.attempt();
     r.cgroups = cgroups_.dirs();
+    r.filestores = recorded_filestores();
     r.workers = workers_.recorded();
     record_.write(r);
+  }
+
+  // The FileStores this run's workers use: --store file's, and those their argv and environment name.
+  std::vector<std::string> recorded_filestores() const {
+    std::vector<std::string> out;
+    if (!store_.filestore().empty()) out.push_back(std::filesystem::absolute(store_.filestore()).string());
+    for (const auto& n : filestores_named_by(config_.worker_argv, config_.base_env,
+                                             config_.store_mode == StoreMode::File, store::native_path_style())) {
+      std::error_code ec;
+      out.push_back(std::filesystem::absolute(n.path, ec).string());
+    }
+    return out;
   }
 
   void sweep_predecessor() {
@@ -213,7 +233,7 @@ class Supervisor {
   }
 
   void prepare_store() {
-    master_port_ = store_.prepare(rdzv_.get(), guardian_.pid(), [this](std::int64_t n) { on_store_arrivals(n); });
+    master_port_ = store_.prepare(rdzv_.get(), containment_.pid(), [this](std::int64_t n) { on_store_arrivals(n); });
   }
 
   // Our store's count of the workers' clients reached the world size: the rendezvous is complete.
@@ -223,7 +243,7 @@ class Supervisor {
   }
 
   void arm_signals() {
-    signals_.async_wait([this](boost::system::error_code ec, int signo) {
+    signals_.async_wait([this](const boost::system::error_code& ec, int signo) {
       if (ec || machine_.finish_stage() == FinishStage::Exited) return;
       if (machine_.finished_with()) {
         // Finishing: waiting for the other nodes at the exit barrier, or for the last output.
@@ -236,14 +256,6 @@ class Supervisor {
       spdlog::warn("received {}; stopping the workers", signal_name(signo));
       dispatch(event::SignalReceived{signo});
       arm_signals();
-    });
-  }
-
-  void arm_sigchld() {
-    child_signal_.async_wait([this](boost::system::error_code ec, int) {
-      if (ec) return;
-      workers_.reap([this](Worker& w, const RankExit& x) { on_reaped(w, x); });
-      arm_sigchld();
     });
   }
 
@@ -330,7 +342,7 @@ class Supervisor {
   }
 
   void signal_live_workers(int signo) {
-    if (signo == SIGKILL) spdlog::warn("killing the remaining workers");
+    if (signo == sig::kKill) spdlog::warn("killing the remaining workers");
     workers_.signal(signo);
   }
 
@@ -433,7 +445,7 @@ class Supervisor {
                                   .state = std::string(group_state_name(machine_.state())),
                                   .attempts = machine_.attempt() + 1,
                                   .restarts = machine_.attempt()});
-    child_signal_.cancel();
+    exits_.stop();
     workers_.stop_reading();
     store_.stop();
     file_timer_.stop();
@@ -443,7 +455,7 @@ class Supervisor {
     record_.remove();
     gpu_watch_.stop();
     out_.finish(exit_code_, machine_.attempt() + 1);
-    guardian_.finish();
+    containment_.finish();
     io_.stop();
   }
 
@@ -478,8 +490,8 @@ class Supervisor {
     // Its log files exist before anyone reads of it (the daemon's `logs -f` opens them then).
     router_.start(started.output, child.stdout_fd, child.stderr_fd,
                   route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
-    events_.emit(
-        events::RankStarted{.attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid});
+    events_.emit(events::RankStarted{
+        .attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid()});
   }
 
   // The watch found ranks that never arrived: fail the attempt, naming them (its report).
@@ -580,10 +592,10 @@ class Supervisor {
   std::vector<RankAssignment> plan_;
   SupervisorMachine machine_;
   WorkerCgroups cgroups_;
-  Guardian guardian_;
+  platform::Containment containment_;  // before anything that may start a thread (the guardian forks)
   asio::io_context io_{1};
-  asio::signal_set signals_;
-  asio::signal_set child_signal_;
+  platform::StopSignals signals_;
+  platform::ChildExits exits_;
   asio::steady_timer grace_timer_;
   asio::steady_timer backoff_timer_;
   asio::steady_timer drain_timer_;
@@ -602,7 +614,7 @@ class Supervisor {
   GpuWatch gpu_watch_;
   std::optional<StragglerWatch> stragglers_;
   std::uint16_t master_port_ = 0;
-  WorkerGroup workers_{guardian_};
+  WorkerGroup workers_{containment_, exits_};
   // TORCHELASTIC_ENABLE_FILE_TIMER=1. on_request (a rank's request: progress) is for the progress watchdog.
   FileTimerServer file_timer_{io_,
                               file_timer_setup(config_.base_env, config_.run_dir.string()),
@@ -623,7 +635,7 @@ class Supervisor {
 }  // namespace
 
 int run_supervisor(const SupervisorConfig& config) {
-  std::signal(SIGPIPE, SIG_IGN);
+  platform::ignore_broken_pipes();
   Supervisor supervisor(config);
   return supervisor.run();
 }

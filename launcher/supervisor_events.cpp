@@ -92,7 +92,7 @@ events::Straggler straggler_event(int attempt, const StragglerVerdict& v) {
 events::TimerExpired timer_expired_event(int attempt, const TimerExpiry& e) {
   return events::TimerExpired{.attempt = attempt,
                               .rank = e.rank,
-                              .pid = static_cast<int>(e.pid),
+                              .pid = e.pid,
                               .scope_id = e.scope_id,
                               .deadline = e.expiration_time,
                               .signal = e.signal > 0 ? std::optional(sig::signal_name(e.signal)) : std::nullopt};

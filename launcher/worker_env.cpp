@@ -6,6 +6,7 @@
 
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
+#include "store/filestore.hpp"
 
 namespace ddp::launcher {
 
@@ -20,7 +21,7 @@ std::map<std::string, std::string> placeholder_values(const WorkerEnvInput& in) 
       {"dist_url", fmt::format("tcp://{}:{}", in.master_addr, port)},
       {"backend", in.backend},
   };
-  if (!in.filestore_path.empty()) values["filestore_url"] = "file://" + in.filestore_path;
+  if (!in.filestore_path.empty()) values["filestore_url"] = store::file_url_from_path(in.filestore_path);
   // The batch policy (run --global-batch/--per-rank-batch) reaches the worker through these
   // variables; the placeholders let a script that takes --batch-size on its command line use it.
   for (const auto& [name, var] : batch_placeholders()) {

@@ -1,8 +1,8 @@
 #include "launcher/worker_group.hpp"
 
-#include <signal.h>
+#include <spdlog/spdlog.h>
 
-#include "launcher/guardian.hpp"
+#include "common/signals.hpp"
 #include "platform/proc.hpp"
 
 namespace ddp::launcher {
@@ -16,35 +16,39 @@ void WorkerGroup::retire() {
 }
 
 RankProcess WorkerGroup::start(std::unique_ptr<Worker> worker, const WorkerLaunch& launch,
-                               std::vector<int> cgroup_procs, std::vector<int> cpu_affinity) {
-  auto child = spawn_rank(worker->ranks.rank, launch, std::move(cgroup_procs), std::move(cpu_affinity));
-  worker->pid = child.pid;
+                               std::vector<platform::NativeHandle> cgroup_procs, std::vector<int> cpu_affinity) {
+  auto process = spawn_rank(worker->ranks.rank, launch, std::move(cgroup_procs), std::move(cpu_affinity));
+  worker->pid = process.pid();
   worker->alive = true;
-  reaper_.watch(child.pid, worker->ranks.local_rank);  // we reap it ourselves on SIGCHLD
-  guardian_.watch(child.pid);
+  exits_.watch(process.child, worker->ranks.local_rank);
+  containment_.watch(worker->pid);
+  worker->child = std::move(process.child);
   workers_.push_back(std::move(worker));
-  return child;
+  return process;
 }
 
-void WorkerGroup::reap(const std::function<void(Worker&, const RankExit&)>& on_exit) {
-  reaper_.reap([&](const RankExit& x) {
-    Worker* w = of(x.local_rank);
-    if (!w) return;  // the reaper watches only the current attempt's workers
-    w->alive = false;
-    on_exit(*w, x);
-  });
+void WorkerGroup::exited(const platform::ChildExit& x, const std::function<void(Worker&, const RankExit&)>& on_exit) {
+  Worker* w = of(x.tag);
+  if (!w || w->pid != x.pid) return;  // an earlier attempt's
+  w->alive = false;
+  on_exit(*w, rank_exit(x));
 }
 
 void WorkerGroup::signal(int signo) {
   for (auto& w : workers_) {
-    if (w->alive) ::kill(-w->pid, signo);
+    if (!w->alive || w->child.signal_group(signo) || said_undeliverable_) continue;
+    said_undeliverable_ = true;
+    spdlog::info(
+        "{} could not be delivered to rank {}'s process group (Windows: no console shared with it, or "
+        "Wine, which has no Ctrl-Break events); its workers are ended when the shutdown grace is over",
+        sig::signal_name(signo), w->ranks.rank);
   }
 }
 
 void WorkerGroup::kill_all() {
   for (auto& w : workers_) {
-    ::kill(-w->pid, SIGKILL);
-    guardian_.forget(w->pid);
+    w->child.signal_group(sig::kKill);
+    containment_.forget(w->pid);
   }
 }
 

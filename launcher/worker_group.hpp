@@ -1,6 +1,7 @@
 #pragma once
 // WorkerGroup: the current attempt's workers (torchelastic's WorkerGroup): their processes
-// (launcher/spawner.hpp), their routed output (launcher/log_router.hpp) and what the supervisor
+// (launcher/spawner.hpp; contained by platform/containment.hpp, their exits from
+// platform/child_exits.hpp), their routed output (launcher/log_router.hpp) and what the supervisor
 // reads back from them (the run record's entries, the watchdog's ranks, the summary's evidence).
 // Earlier attempts' workers are kept to the end: a dead rank's children (DataLoader workers…) may
 // still hold its pipes when the group restarts, and the aborted reads complete on live objects.
@@ -21,14 +22,15 @@
 #include "launcher/rendezvous_watchdog.hpp"
 #include "launcher/run_record.hpp"
 #include "launcher/spawner.hpp"
+#include "platform/child_exits.hpp"
+#include "platform/containment.hpp"
 
 namespace ddp::launcher {
-
-class Guardian;
 
 struct Worker {
   explicit Worker(boost::asio::io_context& io) : output(io) {}
   RankAssignment ranks;
+  Child child;  // its process (and, on Windows, its Job Object: ended when this is gone)
   pid_t pid = 0;
   bool alive = false;
   RankOutput output;  // routed by LogRouter; its last lines for the summary and the watchdog
@@ -39,19 +41,22 @@ struct Worker {
 
 class WorkerGroup {
  public:
-  explicit WorkerGroup(Guardian& guardian) : guardian_(guardian) {}
+  WorkerGroup(platform::Containment& containment, platform::ChildExits& exits)
+      : containment_(containment), exits_(exits) {}
 
   // A new attempt: the current workers retire, their pipes closed.
   void retire();
-  // Starts the worker's process (spawn_rank: throws Error when it cannot); the guardian watches its
-  // group, the reaper its pid. Returns the process with its pipes' read ends, for the LogRouter.
-  RankProcess start(std::unique_ptr<Worker> worker, const WorkerLaunch& launch, std::vector<int> cgroup_procs,
-                    std::vector<int> cpu_affinity);
+  // Starts the worker's process (spawn_rank: throws Error when it cannot); the containment watches
+  // its group, the exits its pid. Returns its pipes' read ends, for the LogRouter.
+  RankProcess start(std::unique_ptr<Worker> worker, const WorkerLaunch& launch,
+                    std::vector<platform::NativeHandle> cgroup_procs, std::vector<int> cpu_affinity);
 
-  // Reaps what exited (launcher/spawner.hpp's Reaper); the worker is marked dead first.
-  void reap(const std::function<void(Worker&, const RankExit&)>& on_exit);
-  void signal(int signo);  // every live worker's process group
-  // SIGKILL to every worker's process group (its leader is gone: nothing it started survives).
+  // A watched child exited: the current attempt's worker is marked dead, then handed to on_exit.
+  void exited(const platform::ChildExit& x, const std::function<void(Worker&, const RankExit&)>& on_exit);
+  // `signo` to every live worker's group (Windows: SIGTERM is Ctrl-Break; where it cannot be
+  // delivered, one log line says the grace ends in a kill).
+  void signal(int signo);
+  // SIGKILL to every worker's group (its leader is gone: nothing it started survives).
   void kill_all();
   bool drained() const;  // every stream reached its end
   void stop_reading();
@@ -67,10 +72,11 @@ class WorkerGroup {
   void record_timer_kill(const TimerExpiry& e, double sent_at);
 
  private:
-  Guardian& guardian_;
+  platform::Containment& containment_;
+  platform::ChildExits& exits_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Worker>> retired_;  // earlier attempts'
-  Reaper reaper_;                                 // workers not reaped yet
+  bool said_undeliverable_ = false;               // signal() could not reach a group: said once
 };
 
 }  // namespace ddp::launcher

@@ -33,6 +33,16 @@ struct ProcStat {
 // nullopt when the process is gone, a zombie, or its stat unreadable.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
 
+// Ends process `pid` (SIGKILL; Windows: TerminateProcess) when it still runs with this start time
+// (read_proc_stat's): a pid the OS gave to another process since is left alone. True when it was ended.
+bool terminate_process(pid_t pid, std::uint64_t start_time);
+
+// Why `pid` is an orphan — the process that started it is gone, as happens to the workers of a
+// killed launcher — or nullopt when its parent lives or is unknown. POSIX: it was re-parented to
+// init (pid 1). Windows: its recorded parent no longer runs, or that pid now belongs to a process
+// younger than it (Windows keeps a dead parent's pid).
+std::optional<std::string> orphaned(pid_t pid);
+
 // The command line of `pid` (argv joined by spaces), or "" when it cannot be read.
 std::string cmdline(pid_t pid);
 
@@ -42,6 +52,22 @@ std::vector<ProcessInfo> listeners_on_port(std::uint16_t port);
 
 // Processes that have `path` open right now (Linux: per /proc/*/fd; Windows: the Restart Manager).
 std::vector<ProcessInfo> processes_with_open(const std::filesystem::path& path);
+
+// What a process says about itself, to tell whether it names a file: its arguments, its
+// environment ("NAME=value" each) and its working directory. Linux: /proc/<pid>/{cmdline,environ,cwd};
+// Windows: the command line (split as the C runtime splits it), no environment, no directory.
+struct ProcessTexts {
+  pid_t pid = 0;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  bool env_denied = false;    // its environment exists but could not be read (another user's)
+  std::filesystem::path cwd;  // empty: unknown
+};
+// Every process this one can see, except those gone meanwhile, kernel threads and zombies.
+std::vector<ProcessTexts> process_texts();
+
+// The kernel's table of file locks (Linux: /proc/locks); nullopt where there is none to read (Windows).
+std::optional<std::string> lock_table();
 
 // "pid 123 (python3 train.py)" for each, joined by ", "; "an unknown process" when empty.
 std::string describe(const std::vector<ProcessInfo>& procs);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <vector>
 
 namespace ddp::store {
 namespace {
@@ -233,18 +234,104 @@ std::vector<std::string> summarize(const FileStoreLog& log, std::size_t max_keys
 
 // ---- evidence ----------------------------------------------------------------------------------
 
-std::optional<std::string> path_from_file_url(std::string_view url) {
+namespace {
+
+// Python's nturl2path.url2pathname, for what torch does on Windows (no percent-decoding: torch's
+// POSIX branch does none either, and paths with '%' are not what jobs use).
+std::optional<std::string> windows_url_path(std::string_view url) {
+  std::string u(url);
+  for (char& c : u) {
+    if (c == ':') c = '|';
+  }
+  auto bar = u.find('|');
+  if (bar == std::string::npos) {
+    if (u.substr(0, 4) == "////") u.erase(0, 2);
+    for (char& c : u) {
+      if (c == '/') c = '\\';
+    }
+    return u.empty() ? std::nullopt : std::optional(u);
+  }
+  if (bar == 0 || u.find('|', bar + 1) != std::string::npos || !std::isalpha(static_cast<unsigned char>(u[bar - 1]))) {
+    return std::nullopt;  // url2pathname raises: not a path
+  }
+  std::string path = {static_cast<char>(std::toupper(static_cast<unsigned char>(u[bar - 1]))), ':'};
+  std::string_view rest = std::string_view(u).substr(bar + 1);
+  while (!rest.empty()) {
+    auto slash = rest.find('/');
+    auto part = rest.substr(0, slash);
+    if (!part.empty()) path += "\\" + std::string(part);
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  if (path.size() == 2 && !u.empty() && u.back() == '/') path += '\\';
+  return path;
+}
+
+}  // namespace
+
+std::optional<std::string> path_from_file_url(std::string_view url, PathStyle style) {
   constexpr std::string_view scheme = "file://";
   if (url.substr(0, scheme.size()) != scheme) return std::nullopt;
   auto rest = url.substr(scheme.size());
   rest = rest.substr(0, rest.find_first_of("?#"));
+  if (style == PathStyle::Windows) return windows_url_path(rest);  // netloc + path, as torch joins them
   auto slash = rest.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   return std::string(rest.substr(slash));
 }
 
-bool mentions_path(std::string_view text, const fs::path& target, const fs::path& cwd) {
-  const std::string name = target.filename().string();
+std::string file_url_from_path(std::string_view path) {
+  const bool drive = path.size() >= 2 && path[1] == ':' && std::isalpha(static_cast<unsigned char>(path[0]));
+  if (!drive) return "file://" + std::string(path);
+  std::string url = "file:///" + std::string(path);
+  std::replace(url.begin(), url.end(), '\\', '/');
+  return url;
+}
+
+namespace {
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// C:\x, C:/x or \\server\share: not relative to a working directory.
+bool windows_absolute(std::string_view p) {
+  return (p.size() > 2 && p[1] == ':' && (p[2] == '\\' || p[2] == '/')) || p.substr(0, 2) == "\\\\";
+}
+
+// One spelling of a Windows path: backslashes, lower case, "." and ".." resolved.
+std::string windows_normal(std::string path) {
+  std::replace(path.begin(), path.end(), '/', '\\');
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    auto end = path.find('\\', start);
+    auto part = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part == "..") {
+      if (parts.size() > 1) parts.pop_back();
+    } else if (part != "." && !(part.empty() && !parts.empty())) {
+      parts.push_back(part);
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "\\" : "") + parts[i];
+  return lowercase(out);
+}
+
+}  // namespace
+
+bool mentions_path(std::string_view original_text, const fs::path& target, const fs::path& cwd, PathStyle style) {
+  const bool windows = style == PathStyle::Windows;
+  // Windows: names are compared without regard to case (the file system's rule there).
+  const std::string folded = windows ? lowercase(original_text) : std::string();
+  const std::string_view text = windows ? std::string_view(folded) : original_text;
+  const std::string whole = target.string();
+  const std::string name =
+      windows ? lowercase(whole.substr(whole.find_last_of("\\/") + 1)) : target.filename().string();
   if (name.empty()) return false;
   for (std::size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
     const std::size_t end = at + name.size();
@@ -256,8 +343,11 @@ bool mentions_path(std::string_view text, const fs::path& target, const fs::path
     while (begin > 0 && !is_stop_char(text[begin - 1])) --begin;
     std::string_view token = text.substr(begin, end - begin);
     std::string candidate;
-    if (auto url = path_from_file_url(token)) {
+    if (auto url = path_from_file_url(token, style)) {
       candidate = *url;
+    } else if (windows) {
+      if (token.find("://") != std::string_view::npos) continue;  // another URL's
+      candidate = std::string(token);                             // lists are ';'-separated there: a stop char
     } else {
       // PATH-like lists ("a:/tmp/x") and other URLs: only what follows the last ':' can be a path.
       auto colon = token.rfind(':');
@@ -268,6 +358,14 @@ bool mentions_path(std::string_view text, const fs::path& target, const fs::path
       candidate = std::string(token);
     }
     if (candidate.empty()) continue;
+    if (windows) {
+      if (!windows_absolute(candidate)) {
+        if (cwd.empty()) continue;
+        candidate = cwd.string() + "\\" + candidate;
+      }
+      if (windows_normal(candidate) == windows_normal(target.string())) return true;
+      continue;
+    }
     fs::path p(candidate);
     if (p.is_relative()) {
       if (cwd.empty()) continue;
@@ -319,6 +417,13 @@ std::vector<FlockEntry> parse_proc_locks(std::string_view text) {
     out.push_back(e);
   }
   return out;
+}
+
+// glibc's gnu_dev_major/gnu_dev_minor, spelled out: a pure function on every platform.
+bool flock_entry_is(const FlockEntry& e, std::uint64_t device, std::uint64_t inode) {
+  const auto major = static_cast<unsigned>(((device >> 32) & 0xfffff000u) | ((device >> 8) & 0xfffu));
+  const auto minor = static_cast<unsigned>(((device >> 12) & 0xffffff00u) | (device & 0xffu));
+  return e.inode == inode && e.dev_major == major && e.dev_minor == minor;
 }
 
 // ---- decision ----------------------------------------------------------------------------------
@@ -374,17 +479,39 @@ FileStoreUsers find_users(bool torn, const FileStoreEvidence& ev, std::vector<st
     why.push_back(fmt::format("{} names it in its environment", who(p)));
     found.add(p.pid);
   }
+  for (const auto& p : ev.dead_run_workers) {
+    why.push_back(fmt::format("{} still runs as a worker of a dead run whose record names this file", who(p)));
+    found.add(p.pid);
+  }
   return found;
+}
+
+// The users that belong to a dead run, said once each; all of them when every user does.
+std::vector<pid_t> dead_run_users(const FileStoreUsers& found, const FileStoreEvidence& ev,
+                                  std::vector<std::string>& why) {
+  std::vector<pid_t> dead;
+  for (pid_t pid : found.users) {
+    auto it = ev.orphaned.find(pid);
+    if (it == ev.orphaned.end()) continue;
+    why.push_back(fmt::format("pid {} belongs to a dead run: {}", pid, it->second));
+    dead.push_back(pid);
+  }
+  if (dead.size() != found.users.size()) dead.clear();
+  return dead;
 }
 
 // The facts that are no single process: the lock probe, a change while checking, the torn tail,
 // the file's age, and what could not be inspected.
 void note_circumstances(const FileStoreLog& log, const FileStoreEvidence& ev, std::vector<std::string>& why) {
-  if (ev.lock_refused) {
+  if (ev.lock_refused && ev.lock_holders_visible) {
     why.push_back(fmt::format(
         "an exclusive flock was still refused after {} ms, yet no process visible here holds one: a user in another "
         "pid namespace or on another host (shared filesystem)",
         ev.lock_deadline.count()));
+  } else if (ev.lock_refused) {
+    why.push_back(
+        fmt::format("an exclusive lock was still refused after {} ms: a process holds one (Windows does not say which)",
+                    ev.lock_deadline.count()));
   }
   if (ev.changed_while_checking) {
     why.push_back("it was written to or replaced while being checked: something is using it right now");
@@ -460,6 +587,13 @@ FileStoreDiagnosis diagnose(const FileStoreLog& log, const FileStoreEvidence& ev
   note_circumstances(log, ev, why);
   if (auto verdict = verdict_in_use(found, ev, d.advice)) {
     d.verdict = *verdict;
+    d.orphans = dead_run_users(found, ev, why);
+    if (!d.orphans.empty()) {
+      d.advice = fmt::format(
+          "every process using it belongs to a dead run: `ddp-launch clean --force` on this path ends them ({}) "
+          "and removes it",
+          pids(d.orphans));
+    }
     return d;
   }
 

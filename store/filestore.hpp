@@ -94,15 +94,25 @@ std::vector<std::string> summarize(const FileStoreLog& log, std::size_t max_keys
 
 // ---- evidence from outside the file -----------------------------------------------------------
 
-// The path torch 1.13 opens for an init_method URL (urlparse(url).path on Linux: an authority
-// part, as in file://host/p, is dropped); nullopt when `url` is not a file:// URL or has no path.
-std::optional<std::string> path_from_file_url(std::string_view url);
+// How torch turns a file:// init_method URL into a path on each OS (torch.distributed.rendezvous).
+enum class PathStyle {
+  Posix,    // urlparse(url).path: an authority part, as in file://host/p, is dropped
+  Windows,  // url2pathname(netloc + path): file:///C:/x/y and file://C:/x/y → C:\x\y; no drive:
+            // slashes become backslashes (file:////server/share/f → \\server\share\f)
+};
+// The path torch opens for an init_method URL; nullopt when `url` is not a file:// URL or has no path.
+std::optional<std::string> path_from_file_url(std::string_view url, PathStyle style = PathStyle::Posix);
+// The init_method URL of a path: file:///C:/d/f for a Windows drive path (C:\d\f), else file://PATH.
+std::string file_url_from_path(std::string_view path);
 
 // Whether one argv entry or environment entry (`text`) names `target`, an absolute, normalized
 // path: as a plain path (absolute, or relative to `cwd`, the process's working directory), as a
 // file:// URL (query ignored), or as the value of NAME=... . A longer name that merely contains
 // the target ("/tmp/rdzv2", "/a/tmp/rdzv") does not count.
-bool mentions_path(std::string_view text, const std::filesystem::path& target, const std::filesystem::path& cwd);
+// Windows style: file:// URLs read as torch reads them there, no ':'-separated lists (a drive has a
+// colon), names compared without regard to case.
+bool mentions_path(std::string_view text, const std::filesystem::path& target, const std::filesystem::path& cwd,
+                   PathStyle style = PathStyle::Posix);
 
 // One flock from /proc/locks.
 struct FlockEntry {
@@ -115,6 +125,9 @@ struct FlockEntry {
 };
 // The FLOCK lines of /proc/locks (POSIX and OFD locks are left out: torch uses flock).
 std::vector<FlockEntry> parse_proc_locks(std::string_view text);
+// Whether the entry is on the file with this device number (stat's st_dev, as glibc encodes it)
+// and inode.
+bool flock_entry_is(const FlockEntry& e, std::uint64_t device, std::uint64_t inode);
 
 struct LockHolder {
   proc::ProcessInfo process;
@@ -122,17 +135,24 @@ struct LockHolder {
 };
 
 struct FileStoreEvidence {
-  std::vector<proc::ProcessInfo> open_by;        // have the file open now (/proc/*/fd)
+  std::vector<proc::ProcessInfo> open_by;        // have the file open now (/proc/*/fd; Windows: RmGetList)
   std::vector<proc::ProcessInfo> named_in_argv;  // command line names the path or file:// URL
   std::vector<proc::ProcessInfo> named_in_env;   // environment names it
   std::vector<LockHolder> lock_holders;          // hold a flock on it (/proc/locks)
   // The exclusive-lock probe (LOCK_EX|LOCK_NB, retried) was still refused at its deadline.
   bool lock_refused = false;
+  // Whether lock holders can be seen at all (Linux: /proc/locks; Windows cannot tell who locks a file).
+  bool lock_holders_visible = true;
   std::chrono::milliseconds lock_deadline{0};
   // The file grew or was replaced between the first read and the read under the exclusive lock.
   bool changed_while_checking = false;
   std::optional<std::chrono::milliseconds> since_last_write;  // now - mtime
   std::size_t uninspectable = 0;                              // processes whose argv/environment could not be read
+  // Workers of runs whose supervisor is gone that still run, by the runs' records naming this file
+  // (the fallback where the OS cannot say who has it open: Windows under Wine).
+  std::vector<proc::ProcessInfo> dead_run_workers;
+  // Users whose run is dead, and why we know (platform/proc.hpp's orphaned, or the run's record).
+  std::map<pid_t, std::string> orphaned;
 };
 
 enum class FileStoreVerdict {
@@ -148,6 +168,8 @@ struct FileStoreDiagnosis {
   FileStoreVerdict verdict = FileStoreVerdict::Stale;
   std::vector<std::string> reasons;  // why, one fact per entry
   std::string advice;                // what to do next
+  // In use, and only by processes of a dead run: what `clean --force` ends before removing it.
+  std::vector<pid_t> orphans;
   bool removable() const { return verdict == FileStoreVerdict::Stale || verdict == FileStoreVerdict::Torn; }
 };
 

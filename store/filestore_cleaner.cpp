@@ -1,21 +1,15 @@
 #include "store/filestore_cleaner.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "common/error.hpp"
+#include "platform/file_lock.hpp"
+#include "platform/host.hpp"
 
 namespace ddp::store {
 namespace {
@@ -25,101 +19,31 @@ using Clock = std::chrono::steady_clock;
 
 // Far above any FileStore a job leaves (a 30-minute barrier of two ranks is ~20 MB), low enough
 // that pointing clean at a disk image fails fast instead of reading it.
-constexpr off_t kMaxFileBytes = off_t{1} << 30;
+constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
 
 bool contains(const std::vector<pid_t>& list, pid_t pid) {
   return std::find(list.begin(), list.end(), pid) != list.end();
 }
 
-bool parse_pid(const std::string& s, pid_t& out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-// The whole of a /proc file, or nullopt when it cannot be opened (gone, or another user's).
-std::optional<std::string> read_proc_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return raw;
-}
-
-std::vector<std::string_view> split_nul(std::string_view raw) {
-  std::vector<std::string_view> parts;
-  while (!raw.empty()) {
-    auto z = raw.find('\0');
-    parts.push_back(raw.substr(0, z));
-    if (z == std::string_view::npos) break;
-    raw.remove_prefix(z + 1);
-  }
-  return parts;
-}
-
-pid_t parent_of(pid_t pid) {
-  auto stat = read_proc_file(fmt::format("/proc/{}/stat", pid));
-  if (!stat) return 0;
-  // "pid (comm) S ppid ...": comm may itself contain ") ", so parse after the last ')'.
-  auto close = stat->rfind(')');
-  if (close == std::string::npos || close + 4 >= stat->size()) return 0;
-  std::string_view rest(*stat);
-  rest.remove_prefix(close + 4);  // ") S "
-  pid_t ppid = 0;
-  std::from_chars(rest.data(), rest.data() + rest.size(), ppid);
-  return ppid;
-}
-
-struct FileRead {
-  std::string bytes;
-  std::string error;  // empty on success
-};
-
-FileRead read_all(int fd) {
-  FileRead r;
-  char buf[64 * 1024];
-  off_t at = 0;
-  for (;;) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      r.error = std::strerror(errno);
-      return r;
-    }
-    if (n == 0) return r;
-    r.bytes.append(buf, static_cast<std::size_t>(n));
-    at += n;
-    if (at > kMaxFileBytes) {
-      r.error = fmt::format("larger than {} bytes, far more than a FileStore holds", kMaxFileBytes);
-      return r;
-    }
-  }
-}
-
-// LOCK_EX|LOCK_NB, retried until the deadline: a blocking flock would hang forever behind a
-// reader spinning on a torn tail.
-bool lock_exclusive_within(int fd, std::chrono::milliseconds timeout, std::chrono::milliseconds retry) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
-    if (errno != EWOULDBLOCK && errno != EINTR) return false;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(retry);
-  }
-}
-
-struct FileId {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool operator==(const FileId&) const = default;
-};
+using platform::FileIdentity;
 
 }  // namespace
 
+PathStyle native_path_style() {
+  return platform::this_os() == platform::Os::Windows ? PathStyle::Windows : PathStyle::Posix;
+}
+
 FileStoreCleaner::FileStoreCleaner(CleanOptions options) : options_(std::move(options)) {
   not_users_ = options_.ignore_pids;
-  not_users_.push_back(::getpid());
+  not_users_.push_back(platform::current_pid());
   not_referencers_ = not_users_;
-  for (pid_t p = ::getppid(); p > 0 && !contains(not_referencers_, p); p = parent_of(p)) not_referencers_.push_back(p);
+  auto parent_of = [](pid_t p) -> pid_t {
+    auto st = proc::read_proc_stat(p);
+    return st ? st->ppid : 0;
+  };
+  for (pid_t p = parent_of(platform::current_pid()); p > 0 && !contains(not_referencers_, p); p = parent_of(p)) {
+    not_referencers_.push_back(p);
+  }
 }
 
 namespace {
@@ -127,47 +51,59 @@ namespace {
 struct Scan {
   const std::vector<pid_t>& not_users;
   const std::vector<pid_t>& not_referencers;
+  const std::vector<proc::ProcessInfo>& dead_run_workers;
 
-  std::vector<LockHolder> lock_holders(const FileId& id) const {
+  // flock holders (Linux: /proc/locks); none where the OS cannot tell (Windows).
+  std::vector<LockHolder> lock_holders(const FileIdentity& id) const {
     std::vector<LockHolder> holders;
-    auto text = read_proc_file("/proc/locks");
+    auto text = proc::lock_table();
     if (!text) return holders;
     for (const auto& e : parse_proc_locks(*text)) {
-      if (e.waiting || e.inode != id.ino || makedev(e.dev_major, e.dev_minor) != id.dev) continue;
+      if (e.waiting || !flock_entry_is(e, id.device, id.index)) continue;
       if (contains(not_users, e.pid)) continue;
       holders.push_back({{e.pid, proc::cmdline(e.pid)}, e.exclusive});
     }
     return holders;
   }
 
-  void gather(const fs::path& file, const std::vector<fs::path>& names, const FileId& id, FileStoreEvidence& ev) const {
+  // Every user of the file that belongs to a dead run, and why.
+  static void note_orphans(FileStoreEvidence& ev) {
+    auto note = [&](pid_t pid) {
+      if (ev.orphaned.count(pid)) return;
+      if (auto why = proc::orphaned(pid)) ev.orphaned[pid] = *why;
+    };
+    for (const auto& h : ev.lock_holders) note(h.process.pid);
+    for (const auto* list : {&ev.open_by, &ev.named_in_argv, &ev.named_in_env}) {
+      for (const auto& p : *list) note(p.pid);
+    }
+    for (const auto& w : ev.dead_run_workers) ev.orphaned[w.pid] = "its run's supervisor is gone (its run record)";
+  }
+
+  void gather(const fs::path& file, const std::vector<fs::path>& names, const FileIdentity& id,
+              FileStoreEvidence& ev) const {
     for (auto& p : proc::processes_with_open(file)) {
       if (!contains(not_users, p.pid)) ev.open_by.push_back(std::move(p));
     }
     ev.lock_holders = lock_holders(id);
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-      pid_t pid = 0;
-      if (!parse_pid(entry.path().filename().string(), pid) || contains(not_referencers, pid)) continue;
-      auto argv = read_proc_file(entry.path() / "cmdline");
-      auto env = read_proc_file(entry.path() / "environ");
-      // Gone while we looked, a kernel thread or a zombie: none of them can use a FileStore.
-      if (!argv || argv->empty()) continue;
-      if (!env) ++ev.uninspectable;
-      std::error_code cwd_ec;
-      auto cwd = fs::read_symlink(entry.path() / "cwd", cwd_ec);
-      auto names_it = [&](const std::optional<std::string>& raw) {
-        if (!raw) return false;
-        for (auto item : split_nul(*raw)) {
+    ev.lock_holders_visible = platform::lock_holders_visible();
+    for (const auto& p : proc::process_texts()) {
+      if (contains(not_referencers, p.pid)) continue;
+      if (p.env_denied) ++ev.uninspectable;
+      auto names_it = [&](const std::vector<std::string>& items) {
+        for (const auto& item : items) {
           for (const auto& n : names) {
-            if (mentions_path(item, n, cwd_ec ? fs::path() : cwd)) return true;
+            if (mentions_path(item, n, p.cwd, native_path_style())) return true;
           }
         }
         return false;
       };
-      if (names_it(argv)) ev.named_in_argv.push_back({pid, proc::cmdline(pid)});
-      if (names_it(env)) ev.named_in_env.push_back({pid, proc::cmdline(pid)});
+      if (names_it(p.argv)) ev.named_in_argv.push_back({p.pid, proc::cmdline(p.pid)});
+      if (names_it(p.env)) ev.named_in_env.push_back({p.pid, proc::cmdline(p.pid)});
     }
+    for (const auto& w : dead_run_workers) {
+      if (!contains(not_users, w.pid) && proc::read_proc_stat(w.pid)) ev.dead_run_workers.push_back(w);
+    }
+    note_orphans(ev);
   }
 };
 
@@ -232,7 +168,7 @@ bool read_as_filestore(CleanReport& report, const std::string& bytes, bool empty
 // Who uses the file, seen from outside it: under the path as given and as resolved (symlinks),
 // since processes may name either; and how long ago it was last written.
 FileStoreEvidence gather_evidence(const Scan& scan, const CleanReport& report, const fs::path& absolute,
-                                  const FileId& id) {
+                                  const FileIdentity& id) {
   std::vector<fs::path> names{report.file};
   if (absolute != report.file) names.push_back(absolute);
   FileStoreEvidence ev;
@@ -249,27 +185,27 @@ FileStoreEvidence gather_evidence(const Scan& scan, const CleanReport& report, c
 // Decided "stale" from outside; confirm under the exclusive lock, which waits out any store
 // operation in progress, so a half-written record of a live writer is not mistaken for a torn tail.
 // True when the file is still removable; the lock stays held (it drops with `fd`).
-bool confirm_under_lock(int fd, const FileId& id, const std::string& first_bytes, const Scan& scan,
-                        const CleanOptions& options, FileStoreEvidence& ev, CleanReport& report) {
-  if (!lock_exclusive_within(fd, options.lock_timeout, options.lock_retry)) {
+bool confirm_under_lock(platform::LockableFile& file, const FileIdentity& id, const std::string& first_bytes,
+                        const Scan& scan, const CleanOptions& options, FileStoreEvidence& ev, CleanReport& report) {
+  if (!file.lock_exclusive_within(options.lock_timeout, options.lock_retry)) {
     ev.lock_holders = scan.lock_holders(id);
     ev.lock_refused = ev.lock_holders.empty();
     ev.lock_deadline = options.lock_timeout;
     report.diagnosis = diagnose(*report.log, ev);
     return false;
   }
-  struct stat now {};
-  if (::stat(report.file.c_str(), &now) != 0 || !(FileId{now.st_dev, now.st_ino} == id)) {
+  auto now = platform::file_identity(report.file);
+  if (!now || !(*now == id)) {
     ev.changed_while_checking = true;
   } else {
-    auto second = read_all(fd);
-    if (!second.error.empty()) {
-      refuse(report, fmt::format("cannot read it under the lock: {}", second.error));
+    std::string second, error;
+    if (!file.read_all(second, error, kMaxFileBytes)) {
+      refuse(report, fmt::format("cannot read it under the lock: {}", error));
       return false;
     }
-    if (second.bytes != first_bytes) {
+    if (second != first_bytes) {
       ev.changed_while_checking = true;
-      report.log = FileStoreLog::parse(second.bytes);
+      report.log = FileStoreLog::parse(second);
     }
   }
   report.diagnosis = diagnose(*report.log, ev);
@@ -283,9 +219,15 @@ CleanReport& remove_confirmed(CleanReport& report, bool dry_run) {
     report.outcome = CleanOutcome::WouldRemove;
     return report;
   }
-  if (::unlink(report.file.c_str()) != 0) {
-    report.problem = fmt::format("could not remove it: {}; it needs write permission on {}", std::strerror(errno),
-                                 report.file.parent_path().string());
+  auto removed = platform::remove_file(report.file);
+  if (!removed.removed) {
+    report.problem =
+        removed.in_use ? fmt::format(
+                             "could not remove it: {}; a process has it open (Windows allows no delete then): stop it, "
+                             "and run clean again",
+                             removed.error)
+                       : fmt::format("could not remove it: {}; it needs write permission on {}", removed.error,
+                                     report.file.parent_path().string());
     return report;
   }
   report.outcome = CleanOutcome::Removed;
@@ -294,34 +236,66 @@ CleanReport& remove_confirmed(CleanReport& report, bool dry_run) {
 
 }  // namespace
 
+namespace {
+
+// Ends each process (only while it is the same one: its start time is checked) and waits up to 5 s
+// for them to be gone; returns those it ended.
+std::vector<pid_t> end_processes(const std::vector<pid_t>& pids) {
+  std::vector<std::pair<pid_t, std::uint64_t>> ended;
+  for (pid_t pid : pids) {
+    auto st = proc::read_proc_stat(pid);
+    if (st && proc::terminate_process(pid, st->start_time)) ended.emplace_back(pid, st->start_time);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  auto running = [](const std::pair<pid_t, std::uint64_t>& e) {
+    auto st = proc::read_proc_stat(e.first);
+    return st && st->start_time == e.second;
+  };
+  while (Clock::now() < deadline && std::any_of(ended.begin(), ended.end(), running)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<pid_t> out;
+  for (const auto& e : ended) out.push_back(e.first);
+  return out;
+}
+
+}  // namespace
+
 CleanReport FileStoreCleaner::clean(const fs::path& path) const {
+  auto report = clean_once(path);
+  const auto& d = report.diagnosis;
+  if (!options_.end_orphans || options_.dry_run || report.outcome != CleanOutcome::Kept || !d || d->orphans.empty()) {
+    return report;
+  }
+  auto ended = end_processes(d->orphans);
+  spdlog::info("{}: ended pid {} of a dead run, which kept it in use", path.string(), fmt::join(ended, ", pid "));
+  CleanOptions again = options_;
+  again.end_orphans = false;  // once: what still uses it now is no orphan of ours to end
+  auto second = FileStoreCleaner(again).clean(path);
+  second.ended = std::move(ended);
+  return second;
+}
+
+CleanReport FileStoreCleaner::clean_once(const fs::path& path) const {
   CleanReport report;
   report.path = path;
   fs::path absolute;
   if (!locate(report, absolute)) return report;
 
-  const int fd = ::open(report.file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return refuse(report, fmt::format("cannot open it: {}; run as its owner or as root", std::strerror(errno)));
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }  // also drops our flock
-  } closer{fd};
+  std::string error;
+  auto file = platform::LockableFile::open(report.file, error);  // closing it drops our lock
+  if (!file) return refuse(report, fmt::format("cannot open it: {}; run as its owner or as root", error));
+  const FileIdentity id = file->identity();
+  std::string first;
+  if (!file->read_all(first, error, kMaxFileBytes)) return refuse(report, fmt::format("cannot read it: {}", error));
+  if (!read_as_filestore(report, first, options_.empty_is_filestore)) return report;
 
-  struct stat st {};
-  ::fstat(fd, &st);
-  const FileId id{st.st_dev, st.st_ino};
-  auto first = read_all(fd);
-  if (!first.error.empty()) return refuse(report, fmt::format("cannot read it: {}", first.error));
-  if (!read_as_filestore(report, first.bytes, options_.empty_is_filestore)) return report;
-
-  const Scan scan{not_users_, not_referencers_};
+  const Scan scan{not_users_, not_referencers_, options_.dead_run_workers};
   FileStoreEvidence ev = gather_evidence(scan, report, absolute, id);
   report.diagnosis = diagnose(*report.log, ev);
   report.outcome = CleanOutcome::Kept;
   if (!report.diagnosis->removable()) return report;
-  if (!confirm_under_lock(fd, id, first.bytes, scan, options_, ev, report)) return report;
+  if (!confirm_under_lock(*file, id, first, scan, options_, ev, report)) return report;
   return remove_confirmed(report, options_.dry_run);
 }
 

@@ -1,9 +1,12 @@
 #pragma once
 // FileStoreCleaner: the shell around FileStoreLog and diagnose(). It reads the file, gathers the
-// evidence (who has it open or names it in argv/environment via /proc, who holds a flock on it
-// via /proc/locks), and removes a stale file the only way that is safe against a live torch user: take LOCK_EX
-// (non-blocking, retried until a deadline, because a reader spinning on a torn tail never
-// lets go), re-read it under the lock, and unlink while still holding the lock.
+// evidence (platform/proc.hpp: who has it open, who names it in argv/environment, who holds a flock
+// on it, whether they belong to a dead run), and removes a stale file the only way that is safe
+// against a live torch user: take its exclusive lock (non-blocking, retried until a deadline,
+// because a reader spinning on a torn tail never lets go), re-read it under the lock, and remove it
+// while still holding the lock (platform/file_lock.hpp). On Windows the evidence is thinner — the
+// Restart Manager's holders (none under Wine), command lines, no environments or lock holders —
+// and the removal itself fails while a torch user has the file open.
 //
 // Liveness cannot be read from the file itself: a torch FileStore user holds no fd and no lock
 // between operations. A live process that names the path nowhere in its argv or environment
@@ -34,6 +37,12 @@ struct CleanOptions {
   // one; anything else may leave an empty file). Only a caller that knows the path was a FileStore's
   // (`run --store file`, `clean --force`) lets one be removed.
   bool empty_is_filestore = false;
+  // End the processes that keep it in use when every one of them belongs to a dead run
+  // (FileStoreDiagnosis::orphans; their start times are checked again), then decide again.
+  bool end_orphans = false;
+  // Live workers of dead runs whose records name the file (launcher/run_record.hpp's fallback where
+  // the OS cannot say who has a file open).
+  std::vector<proc::ProcessInfo> dead_run_workers;
 };
 
 enum class CleanOutcome {
@@ -50,9 +59,13 @@ struct CleanReport {
   CleanOutcome outcome = CleanOutcome::Absent;
   std::optional<FileStoreLog> log;
   std::optional<FileStoreDiagnosis> diagnosis;
-  std::string problem;  // Refused, or a failed unlink: what is wrong and how to fix it
+  std::string problem;          // Refused, or a failed unlink: what is wrong and how to fix it
   bool empty_unproven = false;  // Refused because the file is empty and nothing says it is a FileStore
+  std::vector<pid_t> ended;     // orphans ended first (CleanOptions::end_orphans)
 };
+
+// How file:// URLs and paths read on this OS (platform/host.hpp's this_os).
+PathStyle native_path_style();
 
 class FileStoreCleaner {
  public:
@@ -63,6 +76,7 @@ class FileStoreCleaner {
   CleanReport clean(const std::filesystem::path& path) const;
 
  private:
+  CleanReport clean_once(const std::filesystem::path& path) const;
   CleanOptions options_;
   std::vector<pid_t> not_users_;        // their fds and locks do not count: us, ignore_pids
   std::vector<pid_t> not_referencers_;  // their argv/environment does not count: also our ancestors

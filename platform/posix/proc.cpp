@@ -179,3 +179,76 @@ std::uint64_t raise_open_file_limit() {
 }
 
 }  // namespace ddp::proc
+
+#include <csignal>
+
+namespace ddp::proc {
+
+bool terminate_process(pid_t pid, std::uint64_t start_time) {
+  auto st = read_proc_stat(pid);
+  return pid > 1 && st && st->start_time == start_time && ::kill(pid, SIGKILL) == 0;
+}
+
+}  // namespace ddp::proc
+
+namespace ddp::proc {
+namespace {
+
+std::optional<std::string> read_whole(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return raw;
+}
+
+std::vector<std::string> split_nul(std::string_view raw) {
+  std::vector<std::string> parts;
+  while (!raw.empty()) {
+    auto z = raw.find('\0');
+    parts.emplace_back(raw.substr(0, z));
+    if (z == std::string_view::npos) break;
+    raw.remove_prefix(z + 1);
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::vector<ProcessTexts> process_texts() {
+  std::vector<ProcessTexts> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    pid_t pid = 0;
+    if (!parse_pid(entry.path().filename().string(), pid)) continue;
+    auto argv = read_whole(entry.path() / "cmdline");
+    // Gone while we looked, a kernel thread or a zombie: none of them can use a file.
+    if (!argv || argv->empty()) continue;
+    ProcessTexts p;
+    p.pid = pid;
+    p.argv = split_nul(*argv);
+    if (auto env = read_whole(entry.path() / "environ")) {
+      p.env = split_nul(*env);
+    } else {
+      p.env_denied = true;
+    }
+    std::error_code cwd_ec;
+    p.cwd = fs::read_symlink(entry.path() / "cwd", cwd_ec);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::optional<std::string> lock_table() { return read_whole("/proc/locks"); }
+
+}  // namespace ddp::proc
+
+namespace ddp::proc {
+
+std::optional<std::string> orphaned(pid_t pid) {
+  auto st = read_proc_stat(pid);
+  if (!st || st->ppid != 1 || pid == 1) return std::nullopt;
+  return std::string("it was re-parented to init (pid 1): the process that started it is gone");
+}
+
+}  // namespace ddp::proc

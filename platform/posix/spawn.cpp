@@ -10,9 +10,21 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <memory>
 
 namespace ddp {
+
+struct Child::Native {};  // a pid is all POSIX needs
+
+Child::Child() = default;
+Child::Child(pid_t pid, std::shared_ptr<Native> native) : pid_(pid), native_(std::move(native)) {}
+Child::Child(Child&&) noexcept = default;
+Child& Child::operator=(Child&&) noexcept = default;
+Child::~Child() = default;
+
+bool Child::signal_group(int signo) const { return pid_ > 1 && ::kill(-pid_, signo) == 0; }
+
 namespace {
 
 struct ChildContext {
@@ -98,7 +110,7 @@ SpawnResult spawn_process(const SpawnRequest& request) {
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   SpawnResult result;
   if (pid < 0) {
-    result.error = clone_errno;
+    result.error = std::strerror(clone_errno);
     result.what = "clone";
     return result;
   }
@@ -106,11 +118,11 @@ SpawnResult spawn_process(const SpawnRequest& request) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    result.error = c.error;
+    result.error = std::strerror(c.error);
     result.what = c.what;
     return result;
   }
-  result.pid = pid;
+  result.child = Child(pid, nullptr);
   return result;
 }
 

@@ -2,14 +2,17 @@
 // (ports), the Restart Manager (open files).
 #include "platform/proc.hpp"
 
+// The Windows headers need this order (winsock2 and windows.h before the rest).
+// clang-format off
 #include <winsock2.h>
+#include <windows.h>
 #include <ws2tcpip.h>
-// winsock2 first: windows.h would otherwise pull in the old winsock.h.
 #include <iphlpapi.h>
 #include <restartmanager.h>
+#include <shellapi.h>
 #include <tlhelp32.h>
-#include <windows.h>
 #include <winternl.h>
+// clang-format on
 
 #include <set>
 
@@ -97,6 +100,27 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
   return st;
 }
 
+bool terminate_process(pid_t pid, std::uint64_t start_time) {
+  Handle process(
+      OpenProcess(PROCESS_TERMINATE | PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid)));
+  if (!process || WaitForSingleObject(process.get(), 0) != WAIT_TIMEOUT) return false;
+  FILETIME created{}, exited{}, kernel{}, user{};
+  if (!GetProcessTimes(process.get(), &created, &exited, &kernel, &user)) return false;
+  if (((std::uint64_t{created.dwHighDateTime} << 32) | created.dwLowDateTime) != start_time) return false;
+  return TerminateProcess(process.get(), 137) != 0;  // 128 + SIGKILL, as a shell would say
+}
+
+std::optional<std::string> orphaned(pid_t pid) {
+  auto st = read_proc_stat(pid);
+  if (!st || st->ppid == 0) return std::nullopt;  // no parent known (one started from outside Windows, under Wine)
+  auto parent = read_proc_stat(st->ppid);
+  if (!parent) return "its parent, pid " + std::to_string(st->ppid) + ", is gone";
+  if (parent->start_time > st->start_time) {
+    return "its parent, pid " + std::to_string(st->ppid) + ", is gone (that pid now belongs to a younger process)";
+  }
+  return std::nullopt;
+}
+
 std::string cmdline(pid_t pid) {
   Handle process(OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE, static_cast<DWORD>(pid)));
   if (!process) process.reset(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(pid)));
@@ -160,5 +184,32 @@ bool connected_to_port(pid_t pid, std::uint16_t port) {
 }
 
 std::uint64_t raise_open_file_limit() { return std::uint64_t{1} << 24; }
+
+std::vector<ProcessTexts> process_texts() {
+  std::vector<ProcessTexts> out;
+  Handle snapshot(CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0));
+  if (!snapshot) return out;
+  PROCESSENTRY32W entry{};
+  entry.dwSize = sizeof entry;
+  for (BOOL ok = Process32FirstW(snapshot.get(), &entry); ok; ok = Process32NextW(snapshot.get(), &entry)) {
+    const auto pid = static_cast<pid_t>(entry.th32ProcessID);
+    Handle process(OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE, entry.th32ProcessID));
+    if (!process) process.reset(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, entry.th32ProcessID));
+    if (!process) continue;
+    const std::wstring line = command_line_of(process.get());
+    if (line.empty()) continue;
+    ProcessTexts p;
+    p.pid = pid;
+    int argc = 0;
+    if (wchar_t** argv = CommandLineToArgvW(line.c_str(), &argc)) {
+      for (int i = 0; i < argc; ++i) p.argv.push_back(platform::win::to_utf8(argv[i]));
+      LocalFree(argv);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::optional<std::string> lock_table() { return std::nullopt; }
 
 }  // namespace ddp::proc

@@ -1,11 +1,14 @@
 """`ddp-launch clean` on crafted FileStore files and real processes: a torn tail is named and
 removed, a file a live process has open or names (argv, environment, relative path) is reported
-in use and kept, --dry-run removes nothing, and bad paths are clear errors (exit 2)."""
+in use and kept, one kept in use only by an orphan of a dead run is ended with --force, --dry-run
+removes nothing, and bad paths are clear errors (exit 2)."""
 import os
+import subprocess
 import tempfile
+import time
 
 from fs_helpers import Child, clean, killed_rendezvous_bytes, record, torn_bytes, write_file
-from harness import PYTHON, check, run_tests
+from harness import PYTHON, alive, check, run_tests, wait_dead
 
 SLEEPER = "import sys, time; print('READY', flush=True); time.sleep(120)"
 
@@ -96,6 +99,40 @@ def test_process_naming_the_path_is_in_use_and_kept():
         check(r.returncode == 0 and not os.path.exists(path), f"once they are gone it is stale:\n{r.stdout}")
 
 
+ORPHAN = """import os, sys, time
+if os.fork():
+    os._exit(0)  # the orphan's parent, a launcher that dies
+print(os.getpid(), flush=True)
+time.sleep(120)
+"""
+
+
+def test_orphan_of_a_dead_run_is_named_and_ended_only_with_force():
+    with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
+        path = os.path.join(tmp, "rdzv")
+        write_file(path, killed_rendezvous_bytes())
+        launcher = subprocess.Popen([PYTHON, "-c", ORPHAN, f"--dist-url=file://{path}"], stdout=subprocess.PIPE,
+                                    text=True)
+        orphan = int(launcher.stdout.readline())
+        launcher.wait(timeout=30)
+        try:
+            deadline = time.monotonic() + 10
+            while open(f"/proc/{orphan}/stat").read().rsplit(")", 1)[1].split()[1] != "1":
+                check(time.monotonic() < deadline, "the orphan was not re-parented to init")
+                time.sleep(0.05)
+            r = clean(path)
+            check(r.returncode == 1, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+            check(f"pid {orphan} belongs to a dead run: it was re-parented to init" in r.stdout, r.stdout)
+            check("clean --force" in r.stdout and os.path.exists(path), f"kept, with the hint:\n{r.stdout}")
+            r = clean("--force", path)
+            check(r.returncode == 0, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
+            check(f"ended pid {orphan}" in r.stdout and not os.path.exists(path), r.stdout)
+            check(not wait_dead([orphan], 10), f"the orphan {orphan} still runs")
+        finally:
+            if alive(orphan):
+                os.kill(orphan, 9)
+
+
 def test_several_paths_stale_one_removed_in_use_one_kept():
     with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
         stale, busy = os.path.join(tmp, "stale"), os.path.join(tmp, "busy")
@@ -178,6 +215,7 @@ run_tests([
     test_dry_run_removes_nothing,
     test_open_file_is_in_use_and_kept,
     test_process_naming_the_path_is_in_use_and_kept,
+    test_orphan_of_a_dead_run_is_named_and_ended_only_with_force,
     test_several_paths_stale_one_removed_in_use_one_kept,
     test_bad_paths_are_clear_errors,
     test_lock_holder_is_named,

@@ -128,7 +128,7 @@ Ranks start_ranks(const Args& args, boost::asio::io_context& io, LogRouter& rout
                         {.file = args.redirect_stderr, .console = !args.redirect_stderr}};
     router.start(*o, child.stdout_fd, child.stderr_fd, routing, dir);
     out.said.push_back(capture_stream(o->out, nullptr));
-    out.targets.push_back({a.rank, a.local_rank, child.pid, o.get()});
+    out.targets.push_back({a.rank, a.local_rank, child.pid(), o.get()});
     out.outputs.push_back(std::move(o));
   }
   return out;
@@ -156,7 +156,8 @@ int probe(const Args& args) {
     auto options = default_hang_forensics_options();
     options.bound = std::chrono::milliseconds(args.bound_ms);
     HangForensics forensics(io, options);
-    forensics.collect(ranks.targets, args.run_dir / "stacks.txt", [&](HangForensicsResult r) { result = std::move(r); });
+    forensics.collect(ranks.targets, args.run_dir / "stacks.txt",
+                      [&](HangForensicsResult r) { result = std::move(r); });
     while (!result) io.run_for(20ms);
   }
   nlohmann::json deaths = nlohmann::json::array();

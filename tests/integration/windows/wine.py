@@ -7,6 +7,7 @@ SIGINT sent to it arrives as Ctrl-C (Wine turns it into a console control event)
 """
 import os
 import subprocess
+import time
 
 from harness import TestFailure
 
@@ -45,7 +46,23 @@ def run_exe(*args, timeout=60, env=None, **kw):
                           f"stderr so far: {e.stderr}") from None
 
 
-def windows_processes():
-    """(pid, command line) of every Windows process in the prefix, from Wine's tasklist."""
-    r = subprocess.run(wine_command("tasklist.exe"), capture_output=True, text=True, timeout=60)
-    return r.stdout
+CHILD = os.path.join(os.environ.get("DDP_WINDOWS_BIN_DIR", os.path.dirname(EXE)), "ddp-test-child.exe")
+
+
+def alive_windows(pids):
+    """The Windows processes among `pids` ("PID" or "PID:START_TIME") that still run, asked of
+    ddp-test-child.exe (Wine's tasklist lists nothing)."""
+    if not pids:
+        return []
+    r = subprocess.run(wine_command(CHILD, "alive", *pids), capture_output=True, text=True, timeout=60)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.endswith(" alive")]
+
+
+def wait_gone_windows(pids, seconds):
+    """Waits up to `seconds` for the Windows processes to end; returns those still running."""
+    deadline = time.monotonic() + seconds
+    left = alive_windows(pids)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = alive_windows(pids)
+    return left

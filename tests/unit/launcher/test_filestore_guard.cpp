@@ -37,3 +37,10 @@ TEST_CASE("no FileStore named: placeholders, other schemes, a bare file:// and d
   CHECK(paths(filestores_named_by({"file:///tmp/x", "--again=file:///tmp/x"}, {{"U", "file:///tmp/x"}}, false)) ==
         std::vector<std::string>{"/tmp/x"});
 }
+
+TEST_CASE("on Windows, file:// URLs read as torch reads them there: drive paths") {
+  auto named = filestores_named_by({"python.exe", "main.py", "--dist-url", "file:///C:/tmp/ddp-init",
+                                    "--init_method=file://D:/shared/init?world_size=2"},
+                                   {{"INIT", "file:///C:/tmp/ddp-init"}}, false, ddp::store::PathStyle::Windows);
+  CHECK(paths(named) == std::vector<std::string>{"C:\\tmp\\ddp-init", "D:\\shared\\init"});
+}

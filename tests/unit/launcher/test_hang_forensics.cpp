@@ -37,8 +37,8 @@ struct Rig {
   Rig() {
     config.run_dir = dir.path;
     outputs = std::make_unique<RunOutputs>(config, nlohmann::json::object());
-    router = std::make_unique<LogRouter>(io, outputs->console, outputs->files, outputs->metrics, outputs->filtered,
-                                         [] {});
+    router =
+        std::make_unique<LogRouter>(io, outputs->console, outputs->files, outputs->metrics, outputs->filtered, [] {});
   }
   ~Rig() {
     for (pid_t p : pids) ::kill(p, SIGKILL);
@@ -52,7 +52,7 @@ struct Rig {
   StackTarget start(int rank, std::vector<std::string> argv, const std::string& ready = "ready") {
     WorkerLaunch launch{{{"PYTHONFAULTHANDLER", "1"}, {"PATH", "/usr/bin:/bin"}}, std::move(argv)};
     auto child = spawn_rank(rank, launch, {}, {});
-    pids.push_back(child.pid);
+    pids.push_back(child.pid());
     auto out = std::make_unique<RankOutput>(io);
     out->rank = rank;
     RankRouting routing{{.file = true, .console = false}, {.file = true, .console = false}};
@@ -66,7 +66,7 @@ struct Rig {
     }
     out->out.capture = nullptr;
     ranks.push_back(std::move(out));
-    return StackTarget{rank, rank, child.pid, ranks.back().get()};
+    return StackTarget{rank, rank, child.pid(), ranks.back().get()};
   }
 
   fs::path script(const std::string& name, const std::string& text) {
@@ -127,8 +127,9 @@ TEST_CASE("Python ranks: faulthandler's tracebacks from their redirected stderr,
   auto t1 = rig.start(1, {kPython, sleeper.string()});
   HangForensics forensics(rig.io, options(std::nullopt));
   auto r = rig.collect(forensics, {t0, t1});
-  CHECK(r.summary == "rank 0 is in waiter.py:4 all_reduce: threading.Event().wait(); "
-                     "rank 1 is in sleeper.py:4 load_batch: time.sleep(600)");
+  CHECK(r.summary ==
+        "rank 0 is in waiter.py:4 all_reduce: threading.Event().wait(); "
+        "rank 1 is in sleeper.py:4 load_batch: time.sleep(600)");
   REQUIRE(r.ranks.size() == 2);
   CHECK(r.ranks[0].source == StackSource::Faulthandler);
   CHECK(r.ranks[0].threads.size() == 2);  // both threads of rank 0

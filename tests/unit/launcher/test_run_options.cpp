@@ -343,7 +343,8 @@ TEST_CASE("--max-restarts, --signals-to-handle, --memory-limit-per-rank, duratio
   // Numbers as kill(1) takes them, the same checks (common/signals.hpp).
   CHECK(plan({"--signals-to-handle", "15", "t.py"}).config.handled_signals == std::vector<int>{SIGTERM});
   CHECK(contains(usage_error({"--signals-to-handle", "9", "t.py"}), "'9' is not a signal that can be handled"));
-  CHECK(contains(usage_error({"--signals-to-handle", "SIGFOO", "t.py"}), "'SIGFOO' is not a signal that can be handled"));
+  CHECK(
+      contains(usage_error({"--signals-to-handle", "SIGFOO", "t.py"}), "'SIGFOO' is not a signal that can be handled"));
   CHECK(plan({"--memory-limit-per-rank", "4G", "t.py"}).config.memory_limit_per_rank == 4ull << 30);
   CHECK(
       contains(usage_error({"--memory-limit-per-rank", "abc", "t.py"}), "--memory-limit-per-rank 'abc' is not a size"));
@@ -567,4 +568,28 @@ TEST_CASE("worker_env_input: one rank's input from the config, the store and the
   auto file = ddp::launcher::worker_env_input(c, r, "10.0.0.1", 29500, 0, "e", "/tmp/fs");
   CHECK_FALSE(file.use_agent_store);
   CHECK(file.filestore_path == "/tmp/fs");
+}
+
+TEST_CASE("the Windows build refuses what it lacks, naming the flag; Slurm's variables are not read there") {
+  auto win = test_host();
+  win.windows = true;
+  CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--nnodes", "1:2", "t.py"}, win),
+                 "--rdzv-backend c10d is not in the Windows build"));
+  CHECK(contains(usage_error({"--memory-limit-per-rank", "1G", "t.py"}, win), "--memory-limit-per-rank needs Linux"));
+  CHECK(contains(usage_error({"--numa-binding", "node", "t.py"}, win), "--numa-binding"));
+  win.env["SLURM_JOB_ID"] = "7";
+  win.env["SLURM_STEP_ID"] = "0";
+  win.env["SLURM_NNODES"] = "2";
+  win.env["SLURM_NODEID"] = "1";
+  win.env["SLURM_JOB_NODELIST"] = "n[1-2]";
+  auto p = plan({"--nproc-per-node", "2", "t.py"}, win);
+  CHECK(p.config.plan.nnodes == 1);
+  CHECK(p.config.plan.node_rank == 0);
+}
+
+TEST_CASE("--filestore file:///C:/… on Windows is torch's Windows path") {
+  auto win = test_host();
+  win.windows = true;
+  CHECK(plan({"--filestore", "file:///C:/runs/fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
+  CHECK(plan({"--filestore", "C:\\runs\\fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
 }

@@ -138,3 +138,27 @@ TEST_CASE("sweep plan: a live leader that is provably ours, a leaderless group, 
       {300, stat_of(201, 6100)}, {301, stat_of(201, 6001)}, {302, stat_of(201, 6000)}, {303, stat_of(555, 7000)}};
   CHECK(members_to_sweep(steps[1], all) == std::vector<pid_t>{300, 301});
 }
+
+TEST_CASE("dead_run_workers_of: the live workers of a dead supervisor whose record names the file") {
+  RunRecordContent r;
+  r.supervisor = {100, 100, 5000, -1, -1};
+  r.filestores = {"/tmp/fs"};
+  r.workers = {worker(200, 200, 6000, 0), worker(201, 201, 6001, 1), worker(202, 202, 6002, 2)};
+  auto names = [](const std::string& f) { return f == "/tmp/fs"; };
+  // 200 lives on; 201 is gone; 202's pid now belongs to another process.
+  auto lookup = procs({{200, stat_of(200, 6000)}, {202, stat_of(202, 9999)}});
+  auto dead = dead_run_workers_of(r, lookup, names);
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].pid == 200);
+  // A live supervisor: its workers are its own business; a record naming another file: not ours.
+  CHECK(dead_run_workers_of(r, procs({{100, stat_of(100, 5000)}, {200, stat_of(200, 6000)}}), names).empty());
+  CHECK(dead_run_workers_of(r, lookup, [](const std::string&) { return false; }).empty());
+  // A supervisor pid reused by another process counts as gone.
+  CHECK(dead_run_workers_of(r, procs({{100, stat_of(100, 7777)}, {200, stat_of(200, 6000)}}), names).size() == 1);
+}
+
+TEST_CASE("run record: the FileStores round-trip") {
+  RunRecordContent r;
+  r.filestores = {"/tmp/a", "C:\\runs\\fs"};
+  CHECK(parse_run_record(run_record_text(r)).filestores == r.filestores);
+}

@@ -1,4 +1,4 @@
-// Spawning ranks on pipes and reaping them with real processes; other children are left alone.
+// Spawning ranks on pipes with real processes (their exits: tests/unit/platform/test_child_exits.cpp).
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -31,33 +31,16 @@ std::string read_all(int fd) {
   return out;
 }
 
-// Reaps until `count` exits arrived (polled, 10 s at most).
-std::map<int, RankExit> reap_all(Reaper& reaper, std::size_t count) {
-  std::map<int, RankExit> exits;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (exits.size() < count && std::chrono::steady_clock::now() < deadline) {
-    reaper.reap([&](const RankExit& x) { exits[x.local_rank] = x; });
-    if (exits.size() < count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return exits;
-}
-
 }  // namespace
 
 TEST_CASE("spawn_rank: the rank's stdout and stderr arrive on their own pipes") {
   auto p = spawn_rank(0, sh("echo out; echo err >&2; exit 3"), {}, {});
-  REQUIRE(p.pid > 0);
+  REQUIRE(p.pid() > 0);
   CHECK(read_all(p.stdout_fd) == "out\n");
   CHECK(read_all(p.stderr_fd) == "err\n");
-  Reaper reaper;
-  reaper.watch(p.pid, 0);
-  auto exits = reap_all(reaper, 1);
-  REQUIRE(exits.count(0));
-  CHECK(exits[0].pid == p.pid);
-  CHECK(exits[0].exit_code == 3);
-  CHECK(exits[0].signal == 0);
-  CHECK(exits[0].time > 0);
-  CHECK(reaper.watched() == 0);
+  int status = 0;
+  REQUIRE(::waitpid(p.pid(), &status, 0) == p.pid());
+  CHECK(WEXITSTATUS(status) == 3);
 }
 
 TEST_CASE("spawn_rank: a program that cannot start names the rank and the fix") {
@@ -73,36 +56,11 @@ TEST_CASE("spawn_rank: a program that cannot start names the rank and the fix") 
   }
 }
 
-TEST_CASE("reaper: exit codes and signals by local rank; a child it was not told about is not reaped") {
-  pid_t other = ::fork();
-  REQUIRE(other >= 0);
-  if (other == 0) ::_exit(5);  // not a rank: the guardian stands for such a child
-  Reaper reaper;
-  auto a = spawn_rank(0, sh("exit 0"), {}, {});
-  auto b = spawn_rank(1, sh("kill -9 $$"), {}, {});
-  auto c = spawn_rank(2, sh("exit 42"), {}, {});
-  for (const auto* p : {&a, &b, &c}) {
-    ::close(p->stdout_fd);
-    ::close(p->stderr_fd);
-  }
-  reaper.watch(a.pid, 0);
-  reaper.watch(b.pid, 1);
-  reaper.watch(c.pid, 2);
-  auto exits = reap_all(reaper, 3);
-  REQUIRE(exits.size() == 3);
-  CHECK_FALSE(exits[0].failed());
-  CHECK(exits[1].signal == SIGKILL);
-  CHECK(exits[2].exit_code == 42);
-  // The other child is still ours to wait for.
-  int status = 0;
-  CHECK(::waitpid(other, &status, 0) == other);
-  CHECK(WEXITSTATUS(status) == 5);
-}
-
-TEST_CASE("rank_exit: from a wait status") {
-  CHECK(rank_exit(1, 10, 3 << 8, 2.5).exit_code == 3);  // WIFEXITED, code 3
-  auto killed = rank_exit(1, 10, SIGTERM, 2.5);        // WIFSIGNALED
-  CHECK(killed.signal == SIGTERM);
-  CHECK(killed.exit_code == 0);
-  CHECK(killed.time == 2.5);
+TEST_CASE("rank_exit: a child's exit in the machine's terms, its tag the local rank") {
+  auto x = rank_exit(ddp::platform::ChildExit{.pid = 10, .tag = 1, .exit_code = 0, .signal = SIGTERM, .time = 2.5});
+  CHECK(x.local_rank == 1);
+  CHECK(x.pid == 10);
+  CHECK(x.signal == SIGTERM);
+  CHECK(x.exit_code == 0);
+  CHECK(x.time == 2.5);
 }

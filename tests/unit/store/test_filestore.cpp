@@ -179,6 +179,54 @@ TEST_CASE("path_from_file_url matches torch's urlparse(url).path") {
   CHECK_FALSE(path_from_file_url("env://"));
 }
 
+TEST_CASE("path_from_file_url on Windows matches torch's url2pathname(netloc + path)") {
+  constexpr auto win = PathStyle::Windows;
+  CHECK(path_from_file_url("file:///C:/tmp/rdzv?rank=0", win) == "C:\\tmp\\rdzv");
+  CHECK(path_from_file_url("file://C:/tmp/rdzv", win) == "C:\\tmp\\rdzv");
+  CHECK(path_from_file_url("file:///c|/tmp/rdzv", win) == "C:\\tmp\\rdzv");
+  CHECK(path_from_file_url("file:///D:/", win) == "D:\\");
+  CHECK(path_from_file_url("file:////server/share/rdzv", win) == "\\\\server\\share\\rdzv");
+  CHECK(path_from_file_url("file:///tmp/rdzv", win) == "\\tmp\\rdzv");  // no drive: the current one's root
+  CHECK_FALSE(path_from_file_url("file://", win));
+  CHECK_FALSE(path_from_file_url("file:///C:/a:b", win));  // two colons: url2pathname raises
+  CHECK_FALSE(path_from_file_url("C:\\tmp\\rdzv", win));
+}
+
+TEST_CASE("file_url_from_path: a Windows drive path gets file:///, forward slashes") {
+  CHECK(file_url_from_path("/tmp/run/filestore") == "file:///tmp/run/filestore");
+  CHECK(file_url_from_path("C:\\run\\filestore") == "file:///C:/run/filestore");
+  CHECK(path_from_file_url(file_url_from_path("C:\\run\\filestore"), PathStyle::Windows) == "C:\\run\\filestore");
+}
+
+TEST_CASE("mentions_path on Windows: drive paths, URLs, any case, ';' lists, relative to cwd") {
+  constexpr auto win = PathStyle::Windows;
+  const std::filesystem::path target = "C:\\Jobs\\rdzv";
+  CHECK(mentions_path("--dist-url=file:///C:/Jobs/rdzv", target, "", win));
+  CHECK(mentions_path("c:\\jobs\\RDZV", target, "", win));
+  CHECK(mentions_path("C:/Jobs/rdzv", target, "", win));
+  CHECK(mentions_path("D:\\bin;C:\\Jobs\\rdzv", target, "", win));
+  CHECK(mentions_path("rdzv", target, "C:\\Jobs", win));
+  CHECK(mentions_path("C:\\Jobs\\sub\\..\\rdzv", target, "", win));
+  CHECK_FALSE(mentions_path("C:\\Jobs\\rdzv2", target, "", win));
+  CHECK_FALSE(mentions_path("D:\\Jobs\\rdzv", target, "", win));
+  CHECK_FALSE(mentions_path("rdzv", target, "", win));  // relative, working directory unknown
+  CHECK_FALSE(mentions_path("http://host/rdzv", target, "", win));
+}
+
+TEST_CASE("flock_entry_is: /proc/locks' major:minor against stat's st_dev, as glibc encodes it") {
+  FlockEntry e;
+  e.dev_major = 259;
+  e.dev_minor = 3;
+  e.inode = 42;
+  const std::uint64_t dev = (259u << 8) | 3u;  // gnu_dev_makedev(259, 3) for numbers this small
+  CHECK(flock_entry_is(e, dev, 42));
+  CHECK_FALSE(flock_entry_is(e, dev, 43));
+  CHECK_FALSE(flock_entry_is(e, (8u << 8) | 1u, 42));
+  e.dev_minor = 0x12345;  // a minor above 255: its upper bits sit at 20 .. 43
+  const std::uint64_t big = (259u << 8) | 0x45u | (std::uint64_t{0x123} << 20);
+  CHECK(flock_entry_is(e, big, 42));
+}
+
 TEST_CASE("mentions_path: paths, URLs, NAME=value, relative to cwd; not longer names") {
   const std::filesystem::path target = "/tmp/job/rdzv";
   CHECK(mentions_path("/tmp/job/rdzv", target, "/"));
@@ -243,6 +291,26 @@ TEST_CASE("diagnose: torn and unused is torn (removable), named with its offset"
   CHECK(d.removable());
   CHECK(has_reason(d, "torn tail at offset 11"));
   CHECK(has_reason(d, "spins at 100% CPU"));
+}
+
+TEST_CASE("diagnose: users that all belong to a dead run are orphans clean --force may end; one live user keeps all") {
+  auto log = FileStoreLog::parse(killed_rendezvous());
+  FileStoreEvidence ev;
+  ev.named_in_argv.push_back(process(7, "python t.py --dist-url file:///C:/x"));
+  ev.dead_run_workers.push_back(process(8, "python t.py"));
+  ev.orphaned[7] = "its parent, pid 3, is gone";
+  ev.orphaned[8] = "its run's supervisor is gone (its run record)";
+  auto d = diagnose(log, ev);
+  CHECK(d.verdict == FileStoreVerdict::InUse);
+  CHECK(d.orphans == std::vector<pid_t>{7, 8});
+  CHECK(has_reason(d, "pid 8 (python t.py) still runs as a worker of a dead run whose record names this file"));
+  CHECK(has_reason(d, "pid 7 belongs to a dead run: its parent, pid 3, is gone"));
+  CHECK(d.advice.find("clean --force") != std::string::npos);
+  ev.open_by.push_back(process(9, "python live.py"));
+  auto kept = diagnose(log, ev);
+  CHECK(kept.verdict == FileStoreVerdict::InUse);
+  CHECK(kept.orphans.empty());
+  CHECK(kept.advice.find("clean --force") == std::string::npos);
 }
 
 TEST_CASE("diagnose: any live evidence keeps the file, naming the process") {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "platform/spawn.hpp"
@@ -47,7 +48,7 @@ TEST_CASE("a spawned program gets its argv, exactly the given environment, the p
   REQUIRE(res.ok());
   CHECK(read_all(out[0]) == "zero arg1 hello\n");                    // `cat` read EOF at once: stdin is /dev/null
   CHECK(read_all(err[0]).find("only 3 vars") != std::string::npos);  // GREETING, PATH and sh's own PWD
-  int status = wait_status(res.pid);
+  int status = wait_status(res.child.pid());
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 3);
   ::close(out[0]);
@@ -60,7 +61,7 @@ TEST_CASE("a program that cannot be executed is an error naming the step, with n
   r.argv = {"program"};
   auto res = spawn_process(r);
   CHECK(!res.ok());
-  CHECK(res.error == ENOENT);
+  CHECK(res.error == std::strerror(ENOENT));
   CHECK(res.what == "execve");
   CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);  // reaped already: no zombie (ECHILD)
 }
@@ -78,7 +79,7 @@ TEST_CASE("the child leads its own session, and SIGPIPE and caught signals are b
   ::close(out[1]);
   REQUIRE(res.ok());
   auto text = read_all(out[0]);
-  wait_status(res.pid);
+  wait_status(res.child.pid());
   ::close(out[0]);
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGUSR1, SIG_DFL);
@@ -95,6 +96,6 @@ TEST_CASE("the child leads its own session, and SIGPIPE and caught signals are b
   int ppid = 0, pgrp = 0, session = 0;
   char state = 0;
   REQUIRE(std::sscanf(stat.c_str(), "%c %d %d %d", &state, &ppid, &pgrp, &session) == 4);
-  CHECK(session == res.pid);
-  CHECK(pgrp == res.pid);
+  CHECK(session == res.child.pid());
+  CHECK(pgrp == res.child.pid());
 }

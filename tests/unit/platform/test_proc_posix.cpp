@@ -27,7 +27,7 @@ TEST_CASE("listeners_on_port finds this process listening") {
   auto holders = proc::listeners_on_port(port);
   REQUIRE(holders.size() == 1);
   CHECK(holders[0].pid == ::getpid());
-  CHECK(holders[0].cmdline.find("unit_common") != std::string::npos);
+  CHECK(holders[0].cmdline.find("unit_platform") != std::string::npos);
   CHECK(proc::describe(holders).find(std::to_string(::getpid())) != std::string::npos);
   ::close(fd);
   CHECK(proc::listeners_on_port(port).empty());

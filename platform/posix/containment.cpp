@@ -1,4 +1,4 @@
-#include "launcher/guardian.hpp"
+#include "platform/containment.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -9,17 +9,16 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
-#include "common/error.hpp"
-#include "launcher/cgroup.hpp"
-
-namespace ddp::launcher {
+namespace ddp::platform {
 namespace {
 
-[[noreturn]] void guardian_main(int read_fd, const std::vector<std::filesystem::path>& cgroup_dirs) {
+[[noreturn]] void guardian_main(int read_fd, const std::function<void()>& on_death) {
   ::setsid();  // out of the terminal's process group: Ctrl-C to the job does not reach us
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2}) ::signal(s, SIG_IGN);
   // Close every other descriptor: we must not keep the supervisor's pipes or sockets alive.
@@ -56,7 +55,7 @@ namespace {
   for (pid_t pgid : groups) {
     if (pgid > 1) ::kill(-pgid, SIGKILL);
   }
-  kill_and_remove_run_cgroups(cgroup_dirs, std::chrono::milliseconds(2000));
+  if (on_death) on_death();
   if (!finish && !remove_dir.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(remove_dir, ec);
@@ -66,37 +65,39 @@ namespace {
 
 }  // namespace
 
-Guardian Guardian::start(const std::vector<std::filesystem::path>& cgroup_dirs) {
+Containment Containment::start(std::function<void()> on_death) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error("cannot create the guardian's pipe");
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("cannot create the guardian's pipe: ") + std::strerror(errno));
+  }
   pid_t pid = ::fork();
-  if (pid < 0) throw Error("cannot fork the guardian process");
+  if (pid < 0) throw std::runtime_error(std::string("cannot fork the guardian process: ") + std::strerror(errno));
   if (pid == 0) {
     ::close(fds[1]);
-    guardian_main(fds[0], cgroup_dirs);
+    guardian_main(fds[0], on_death);
   }
   ::close(fds[0]);
-  Guardian g;
+  Containment g;
   g.pid_ = pid;
   g.fd_ = fds[1];
   return g;
 }
 
-Guardian::Guardian(Guardian&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), fd_(std::exchange(other.fd_, -1)) {}
+Containment::Containment(Containment&& other) noexcept
+    : pid_(std::exchange(other.pid_, 0)), fd_(std::exchange(other.fd_, -1)) {}
 
-Guardian& Guardian::operator=(Guardian&& other) noexcept {
+Containment& Containment::operator=(Containment&& other) noexcept {
   if (this != &other) {
     finish();
-    pid_ = std::exchange(other.pid_, -1);
+    pid_ = std::exchange(other.pid_, 0);
     fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
 }
 
-Guardian::~Guardian() { finish(); }
+Containment::~Containment() { finish(); }
 
-void Guardian::send(char op, pid_t pgid) {
+void Containment::send(char op, pid_t pgid) {
   if (fd_ < 0) return;
   char msg[32];
   int len = std::snprintf(msg, sizeof msg, "%c%d\n", op, static_cast<int>(pgid));
@@ -105,10 +106,10 @@ void Guardian::send(char op, pid_t pgid) {
   }
 }
 
-void Guardian::watch(pid_t pgid) { send('+', pgid); }
-void Guardian::forget(pid_t pgid) { send('-', pgid); }
+void Containment::watch(pid_t pgid) { send('+', pgid); }
+void Containment::forget(pid_t pgid) { send('-', pgid); }
 
-void Guardian::remove_on_death(const std::filesystem::path& dir) {
+void Containment::remove_on_death(const std::filesystem::path& dir) {
   if (fd_ < 0 || dir.empty()) return;
   std::string msg = "D" + dir.string() + "\n";
   if (msg.size() > PIPE_BUF || msg.find('\n') != msg.size() - 1) return;  // one atomic line, or nothing
@@ -116,7 +117,7 @@ void Guardian::remove_on_death(const std::filesystem::path& dir) {
   }
 }
 
-void Guardian::finish() {
+void Containment::finish() {
   if (fd_ < 0) return;
   const char msg[] = "F\n";
   while (::write(fd_, msg, 2) < 0 && errno == EINTR) {
@@ -126,7 +127,7 @@ void Guardian::finish() {
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
-  pid_ = -1;
+  pid_ = 0;
 }
 
-}  // namespace ddp::launcher
+}  // namespace ddp::platform

@@ -1,0 +1,20 @@
+#pragma once
+// This process and its machine, as the launcher's host facts read them.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace ddp::platform {
+
+enum class Os { Posix, Windows };
+Os this_os();  // the build's: what the pure rules are told (launcher/host_facts.hpp)
+
+pid_t current_pid();
+std::string host_name();                           // "" when the OS will not say
+std::map<std::string, std::string> environment();  // this process's variables
+std::filesystem::path executable_path();           // this program's file (empty when unknown)
+bool stdin_is_terminal();                          // someone can answer a question (POSIX: a tty; Windows: a console)
+
+}  // namespace ddp::platform

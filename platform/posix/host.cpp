@@ -1,0 +1,36 @@
+#include "platform/host.hpp"
+
+#include <unistd.h>
+
+extern char** environ;
+
+namespace ddp::platform {
+
+Os this_os() { return Os::Posix; }
+
+pid_t current_pid() { return ::getpid(); }
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+std::filesystem::path executable_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : p;
+}
+
+bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
+
+}  // namespace ddp::platform

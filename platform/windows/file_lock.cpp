@@ -1,0 +1,100 @@
+#include "platform/file_lock.hpp"
+
+#include <windows.h>
+
+#include <thread>
+#include <utility>
+
+#include "platform/windows/wide.hpp"
+
+namespace ddp::platform {
+namespace {
+
+FileIdentity identity_of(HANDLE h) {
+  BY_HANDLE_FILE_INFORMATION info{};
+  if (!GetFileInformationByHandle(h, &info)) return {};
+  return FileIdentity{info.dwVolumeSerialNumber, (std::uint64_t{info.nFileIndexHigh} << 32) | info.nFileIndexLow};
+}
+
+HANDLE open_shared(const std::filesystem::path& path) {
+  // Sharing everything: its users go on reading, writing and (torch) recreating it meanwhile.
+  return CreateFileW(path.wstring().c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                     nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+}
+
+}  // namespace
+
+std::optional<FileIdentity> file_identity(const std::filesystem::path& path) {
+  win::Handle h(open_shared(path));
+  if (!h) return std::nullopt;
+  return identity_of(h.get());
+}
+
+std::optional<LockableFile> LockableFile::open(const std::filesystem::path& path, std::string& error) {
+  HANDLE h = open_shared(path);
+  if (h == INVALID_HANDLE_VALUE) {
+    error = win::error_text();
+    return std::nullopt;
+  }
+  return LockableFile(h);
+}
+
+LockableFile::LockableFile(LockableFile&& other) noexcept : handle_(std::exchange(other.handle_, kNoHandle)) {}
+
+LockableFile& LockableFile::operator=(LockableFile&& other) noexcept {
+  if (this != &other) {
+    close_handle(handle_);
+    handle_ = std::exchange(other.handle_, kNoHandle);
+  }
+  return *this;
+}
+
+LockableFile::~LockableFile() { close_handle(handle_); }  // also drops our lock
+
+FileIdentity LockableFile::identity() const { return identity_of(handle_); }
+
+bool LockableFile::read_all(std::string& bytes, std::string& error, std::uint64_t max) const {
+  bytes.clear();
+  char buf[64 * 1024];
+  std::uint64_t at = 0;
+  for (;;) {
+    OVERLAPPED where{};  // a positional read: from the start, whatever the handle's offset
+    where.Offset = static_cast<DWORD>(at);
+    where.OffsetHigh = static_cast<DWORD>(at >> 32);
+    DWORD n = 0;
+    if (!ReadFile(handle_, buf, sizeof buf, &n, &where)) {
+      const DWORD code = GetLastError();
+      if (code == ERROR_HANDLE_EOF) return true;
+      error = win::error_text(code);
+      return false;
+    }
+    if (n == 0) return true;
+    bytes.append(buf, n);
+    at += n;
+    if (at > max) {
+      error = "larger than " + std::to_string(max) + " bytes, far more than a FileStore holds";
+      return false;
+    }
+  }
+}
+
+bool LockableFile::lock_exclusive_within(std::chrono::milliseconds timeout, std::chrono::milliseconds retry) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    OVERLAPPED byte_zero{};  // torch's flock emulation: LockFileEx(…, 1, 0, {offset 0})
+    if (LockFileEx(handle_, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &byte_zero)) return true;
+    if (GetLastError() != ERROR_LOCK_VIOLATION) return false;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(retry);
+  }
+}
+
+RemoveResult remove_file(const std::filesystem::path& path) {
+  if (DeleteFileW(path.wstring().c_str())) return {true, false, ""};
+  const DWORD code = GetLastError();
+  return {false, code == ERROR_SHARING_VIOLATION, win::error_text(code)};
+}
+
+bool lock_holders_visible() { return false; }
+
+}  // namespace ddp::platform

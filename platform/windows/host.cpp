@@ -1,0 +1,45 @@
+#include "platform/host.hpp"
+
+#include <windows.h>
+
+#include "platform/windows/wide.hpp"
+
+namespace ddp::platform {
+
+Os this_os() { return Os::Windows; }
+
+pid_t current_pid() { return static_cast<pid_t>(GetCurrentProcessId()); }
+
+std::string host_name() {
+  wchar_t name[256] = {};
+  DWORD size = 255;
+  return GetComputerNameExW(ComputerNameDnsHostname, name, &size) ? win::to_utf8(std::wstring_view(name, size))
+                                                                  : std::string();
+}
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  wchar_t* block = GetEnvironmentStringsW();
+  if (!block) return env;
+  for (const wchar_t* e = block; *e; e += wcslen(e) + 1) {
+    std::string kv = win::to_utf8(e);
+    // Entries such as "=C:=C:\work" (the drives' current directories) have no name: not variables.
+    auto eq = kv.find('=', 1);
+    if (kv.front() != '=' && eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  FreeEnvironmentStringsW(block);
+  return env;
+}
+
+std::filesystem::path executable_path() {
+  std::wstring buf(32768, L'\0');
+  const DWORD n = GetModuleFileNameW(nullptr, buf.data(), static_cast<DWORD>(buf.size()));
+  return n ? std::filesystem::path(buf.substr(0, n)) : std::filesystem::path();
+}
+
+bool stdin_is_terminal() {
+  DWORD mode = 0;
+  return GetConsoleMode(GetStdHandle(STD_INPUT_HANDLE), &mode) != 0;
+}
+
+}  // namespace ddp::platform

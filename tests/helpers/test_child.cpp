@@ -1,0 +1,153 @@
+// ddp-test-child: a small program the platform and Windows tests start, built for Linux and for
+// Windows alike, so one test means the same on both (no /bin/sh or cmd.exe quirks in between).
+//   exit N                 exit with code N
+//   print TEXT...          each TEXT on its own stdout line, then exit 0
+//   stderr TEXT            TEXT on stderr, then exit 0
+//   sleep MS               sleep, then exit 0
+//   env NAME               the variable's value on stdout ("<unset>" when it is not set)
+//   tree MS FILE           start a grandchild (`sleep MS`, in our group and job), write
+//                          "<our pid>:<start> <its pid>:<start>" to FILE, then sleep MS
+//   hold FILE MS           open FILE for reading and writing (as torch's FileStore does; Windows:
+//                          no delete sharing) and keep it open for MS ms
+//   hold-env NAME MS       the same for the file named by variable NAME (not in our command line)
+//   ctrl MS                on Ctrl-C or Ctrl-Break (console events; POSIX: SIGINT, SIGTERM) print
+//                          "got ctrl <signal number>" and exit 42; else sleep MS and exit 0
+//   orphan MODE ARGS...    start `ddp-test-child MODE ARGS...` on its own (no job, group or parent
+//                          death tie), print "orphan <its pid>", and exit at once: it is orphaned
+//   alive PID[:START]...   "PID alive" or "PID gone" for each: gone also when the pid now belongs
+//                          to a process started at another time (Wine's tasklist lists nothing)
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "platform/host.hpp"
+#include "platform/proc.hpp"
+#include "platform/spawn.hpp"
+#include "platform/stop_signals.hpp"
+
+namespace {
+
+void sleep_ms(const char* ms) { std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms))); }
+
+int tree(const char* ms, const char* file) {
+  ddp::SpawnRequest req;
+  req.program = ddp::platform::executable_path().string();
+  req.argv = {req.program, "sleep", ms};
+  for (const auto& [k, v] : ddp::platform::environment()) req.env.push_back(k + "=" + v);
+  req.new_session = false;      // in our group (POSIX) ...
+  req.die_with_parent = false;  // ... and in our job (Windows: a child is in its parent's job)
+  auto started = ddp::spawn_process(req);
+  if (!started.ok()) {
+    std::fprintf(stderr, "cannot start the grandchild: %s: %s\n", started.what.c_str(), started.error.c_str());
+    return 3;
+  }
+  {
+    auto start_of = [](pid_t pid) {
+      auto st = ddp::proc::read_proc_stat(pid);
+      return st ? st->start_time : 0;
+    };
+    const pid_t self = ddp::platform::current_pid();
+    const pid_t grandchild = started.child.pid();
+    std::ofstream out(file);
+    out << self << ':' << start_of(self) << ' ' << grandchild << ':' << start_of(grandchild) << '\n';
+  }
+  std::printf("tree started\n");
+  std::fflush(stdout);
+  sleep_ms(ms);
+  return 0;
+}
+
+int orphan(int argc, char** argv) {
+  ddp::SpawnRequest req;
+  req.program = ddp::platform::executable_path().string();
+  req.argv = {req.program};
+  for (int i = 2; i < argc; ++i) req.argv.emplace_back(argv[i]);
+  for (const auto& [k, v] : ddp::platform::environment()) req.env.push_back(k + "=" + v);
+  req.die_with_parent = false;
+  auto started = ddp::spawn_process(req);
+  if (!started.ok()) {
+    std::fprintf(stderr, "cannot start it: %s: %s\n", started.what.c_str(), started.error.c_str());
+    return 3;
+  }
+  std::printf("orphan %d\n", static_cast<int>(started.child.pid()));
+  std::fflush(stdout);
+  return 0;
+}
+
+int ctrl(const char* ms) {
+  boost::asio::io_context io;
+  ddp::platform::StopSignals signals(io);
+  signals.add(2);   // SIGINT: Ctrl-C
+  signals.add(15);  // SIGTERM: Ctrl-Break
+  int got = 0;
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (!ec) got = signo;
+    io.stop();
+  });
+  std::printf("ctrl ready\n");
+  std::fflush(stdout);
+  io.run_for(std::chrono::milliseconds(std::atol(ms)));
+  if (!got) return 0;
+  std::printf("got ctrl %d\n", got);
+  std::fflush(stdout);
+  return 42;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "exit" && argc > 2) return std::atoi(argv[2]);
+  if (mode == "print") {
+    for (int i = 2; i < argc; ++i) std::printf("%s\n", argv[i]);
+    return 0;
+  }
+  if (mode == "stderr" && argc > 2) {
+    std::fprintf(stderr, "%s\n", argv[2]);
+    return 0;
+  }
+  if (mode == "sleep" && argc > 2) {
+    sleep_ms(argv[2]);
+    return 0;
+  }
+  if (mode == "env" && argc > 2) {
+    const char* v = std::getenv(argv[2]);
+    std::printf("%s\n", v ? v : "<unset>");
+    return 0;
+  }
+  if (mode == "tree" && argc > 3) return tree(argv[2], argv[3]);
+  if ((mode == "hold" || mode == "hold-env") && argc > 3) {
+    const char* file = mode == "hold" ? argv[2] : std::getenv(argv[2]);
+    std::fstream f(file ? file : "", std::ios::in | std::ios::out | std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "cannot open %s\n", file ? file : "(unset)");
+      return 3;
+    }
+    std::printf("holding %s\n", file);
+    std::fflush(stdout);
+    sleep_ms(argv[3]);
+    return 0;
+  }
+  if (mode == "ctrl" && argc > 2) return ctrl(argv[2]);
+  if (mode == "orphan" && argc > 2) return orphan(argc, argv);
+  if (mode == "alive") {
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const auto colon = arg.find(':');
+      const pid_t pid = std::atoi(arg.substr(0, colon).c_str());
+      auto st = ddp::proc::read_proc_stat(pid);
+      const bool same = st && (colon == std::string::npos || std::to_string(st->start_time) == arg.substr(colon + 1));
+      std::printf("%d %s\n", static_cast<int>(pid), same ? "alive" : "gone");
+    }
+    return 0;
+  }
+  std::fprintf(stderr,
+               "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | "
+               "tree MS FILE | hold FILE MS | hold-env NAME MS | ctrl MS | orphan MODE ARGS... | alive PID...\n");
+  return 2;
+}
