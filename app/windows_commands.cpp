@@ -5,7 +5,8 @@
 namespace ddp::app {
 
 std::vector<cli::Command> add_commands(CLI::App& app) {
-  return {cli::add_store_command(app), cli::add_clean_command(app), cli::add_run_command(app)};
+  return {cli::add_store_command(app), cli::add_clean_command(app), cli::add_run_command(app),
+          cli::add_doctor_command(app)};
 }
 
 }  // namespace ddp::app

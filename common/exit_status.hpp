@@ -27,7 +27,8 @@ struct ExitStatus {
 };
 
 // "exited with code 3", "killed by SIGKILL"; with OOM evidence (a SIGKILL the OOM killer sent):
-// "killed by the OOM killer (EVIDENCE, SIGKILL)".
+// "killed by the OOM killer (EVIDENCE, SIGKILL)". A Windows NTSTATUS code (negative as an int)
+// reads in hex: "exited with code 0xC0000005".
 std::string describe_exit(const ExitStatus& status, const std::optional<std::string>& oom_evidence = std::nullopt);
 // The same words after a subject ("rank 1 ...", "python3 ..."): "exited with code 3", "was killed by SIGKILL".
 std::string exit_predicate(const ExitStatus& status);

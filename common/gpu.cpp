@@ -38,10 +38,14 @@ struct Nvml::Api {
   }
 };
 
+std::string_view nvml_library_default() {
+  return platform::this_os() == platform::Os::Windows ? kNvmlLibraryWindows : kNvmlLibraryDefault;
+}
+
 std::string nvml_library_name() {
   const char* name = std::getenv(std::string(kNvmlLibraryVar).c_str());
   if (name && *name) return name;
-  return std::string(platform::this_os() == platform::Os::Windows ? kNvmlLibraryWindows : kNvmlLibraryDefault);
+  return std::string(nvml_library_default());
 }
 
 std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {

@@ -18,6 +18,7 @@ struct GpuCount {
 inline constexpr std::string_view kNvmlLibraryVar = "DDP_NVML_LIBRARY";
 inline constexpr std::string_view kNvmlLibraryDefault = "libnvidia-ml.so.1";
 inline constexpr std::string_view kNvmlLibraryWindows = "nvml.dll";
+std::string_view nvml_library_default();  // this OS's: kNvmlLibraryDefault or kNvmlLibraryWindows
 std::string nvml_library_name();
 
 GpuCount count_gpus();

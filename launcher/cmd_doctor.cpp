@@ -4,22 +4,11 @@
 // It changes nothing: a busy port is named, a stale FileStore is diagnosed but not removed.
 //
 // The judges below take values and return a DoctorCheck; the probes around them do the I/O.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <boost/process/search_path.hpp>
-#include <cerrno>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -39,11 +28,12 @@
 #include "launcher/host_facts.hpp"
 #include "launcher/python_choice.hpp"
 #include "launcher/worker_env.hpp"
+#include "platform/host.hpp"
+#include "platform/listener.hpp"
 #include "platform/proc.hpp"
+#include "platform/programs.hpp"
 #include "platform/subprocess.hpp"
 #include "store/filestore_cleaner.hpp"
-
-extern char** environ;
 
 namespace ddp::cli {
 namespace {
@@ -119,38 +109,39 @@ struct DoctorArgs {
 
 struct BindAttempt {
   std::string address;
-  int error = 0;  // errno of bind/listen; 0 when the port could be taken
+  bool in_use = false;  // the address is taken
+  std::string error;    // why bind or listen failed; "" when the port could be taken
 };
 
 BindAttempt try_bind(const std::string& address, std::uint16_t port) {
-  BindAttempt a{address, 0};
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return {address, errno};
-  // As a store does: SO_REUSEADDR, so a port with only TIME_WAIT leftovers counts as free.
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  ::inet_pton(AF_INET, address.c_str(), &sa.sin_addr);
-  // listen() too: with SO_REUSEADDR, bind can succeed beside a listener that listen then meets.
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 1) != 0) a.error = errno;
-  ::close(fd);
-  return a;
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io);
+  boost::system::error_code ec;
+  const asio::ip::tcp::endpoint ep(asio::ip::make_address(address, ec), port);
+  // As a store claims its port (platform/listener.hpp: POSIX counts a port with only TIME_WAIT
+  // leftovers as free), then listen() too: bind can succeed beside a listener that listen meets.
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) platform::prepare_listener(acceptor);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(1, ec);
+  if (!ec) return {address, false, ""};
+  return {address, ec == asio::error::address_in_use, ec.message()};
 }
 
+// `who_holds_it`: the command that names a port's owner on this OS, for when we cannot.
 DoctorCheck judge_port(std::uint16_t port, const std::vector<BindAttempt>& attempts,
-                       const std::vector<proc::ProcessInfo>& holders) {
+                       const std::vector<proc::ProcessInfo>& holders, const std::string& who_holds_it) {
   DoctorCheck c{Status::Ok, "port", "", "", {{"port", port}}};
   std::vector<std::string> free, busy, other;
   for (const auto& a : attempts) {
-    c.details["bind"][a.address] = a.error == 0 ? "free" : std::strerror(a.error);
-    if (a.error == 0) {
+    c.details["bind"][a.address] = a.error.empty() ? "free" : a.error;
+    if (a.error.empty()) {
       free.push_back(a.address);
-    } else if (a.error == EADDRINUSE) {
+    } else if (a.in_use) {
       busy.push_back(a.address);
     } else {
-      other.push_back(fmt::format("{}: {}", a.address, std::strerror(a.error)));
+      other.push_back(fmt::format("{}: {}", a.address, a.error));
     }
   }
   c.details["holders"] = nlohmann::json::array();
@@ -171,8 +162,7 @@ DoctorCheck judge_port(std::uint16_t port, const std::vector<BindAttempt>& attem
     c.action = fmt::format(
         "Stop {}, or give the job another port (--master-port), or leave --master-port out: `ddp-launch run` "
         "picks a free port by default",
-        stop.empty() ? "whatever holds it (`sudo ss -ltnp 'sport = :" + std::to_string(port) + "'` names it)"
-                     : "it (kill " + stop + ")");
+        stop.empty() ? "whatever holds it (`" + who_holds_it + "` names it)" : "it (kill " + stop + ")");
   } else {
     c.finding = fmt::format("port {} cannot be bound: {}", port, fmt::join(other, "; "));
     c.action = port < 1024 ? "Ports below 1024 need root (CAP_NET_BIND_SERVICE): choose a port of 1024 or more"
@@ -185,12 +175,14 @@ DoctorCheck check_port(std::uint16_t port) {
   std::vector<BindAttempt> attempts{try_bind("127.0.0.1", port), try_bind("0.0.0.0", port)};
   std::vector<proc::ProcessInfo> holders;
   for (const auto& a : attempts) {
-    if (a.error == EADDRINUSE) {
+    if (a.in_use) {
       holders = proc::listeners_on_port(port);
       break;
     }
   }
-  return judge_port(port, attempts, holders);
+  const auto who = platform::this_os() == platform::Os::Windows ? fmt::format("netstat -ano | findstr :{}", port)
+                                                                : fmt::format("sudo ss -ltnp 'sport = :{}'", port);
+  return judge_port(port, attempts, holders, who);
 }
 
 // ---- FileStore files ------------------------------------------------------------------------
@@ -256,7 +248,7 @@ DoctorCheck judge_gpus(const gpu::GpuCount& gpus, const std::string& library) {
     c.action = fmt::format(
         "CPU jobs with gloo are fine. For GPUs install the NVIDIA driver, or point {} at {}; until "
         "then `--nproc-per-node gpu` refuses and `auto` starts one rank per CPU",
-        gpu::kNvmlLibraryVar, gpu::kNvmlLibraryDefault);
+        gpu::kNvmlLibraryVar, gpu::nvml_library_default());
     return c;
   }
   c.details["count"] = *gpus.count;
@@ -337,12 +329,15 @@ DoctorCheck judge_nofile(std::uint64_t soft, std::uint64_t hard) {
 }
 
 DoctorCheck check_nofile() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) {
-    return {Status::Warn, "nofile", fmt::format("getrlimit(RLIMIT_NOFILE) failed: {}", std::strerror(errno)),
-            "Check `ulimit -n`"};
+  std::string why;
+  auto lim = proc::open_file_limit(why);
+  if (!lim && why.empty()) {
+    return {Status::Ok, "nofile",
+            "no open-file limit of that kind here (Windows: sockets and files are handles, 2^24 per process)", ""};
   }
-  return judge_nofile(static_cast<std::uint64_t>(lim.rlim_cur), static_cast<std::uint64_t>(lim.rlim_max));
+  if (!lim)
+    return {Status::Warn, "nofile", fmt::format("the open-file limit could not be read: {}", why), "Check `ulimit -n`"};
+  return judge_nofile(lim->soft, lim->hard);
 }
 
 // ---- python and torch -----------------------------------------------------------------------
@@ -366,7 +361,7 @@ std::string tail_of(const std::string& output, std::size_t max_lines = 3) {
 // `answered`: the interpreter ran the probe, so installing torch into it is a fix too.
 std::string python_fix(const std::string& interpreter, bool answered) {
   std::string fix = "Pass `--python` an interpreter that has torch with gloo";
-  if (interpreter != kSystemPython && ::access(kSystemPython, X_OK) == 0) {
+  if (interpreter != kSystemPython && platform::find_program(kSystemPython)) {
     fix += fmt::format(" (e.g. `--python {}`; doctor checks it the same way)", kSystemPython);
   }
   if (answered) fix += fmt::format(", or install torch into it (`{} -m pip install torch`)", interpreter);
@@ -435,16 +430,16 @@ DoctorCheck judge_python(const std::string& given, const std::string& interprete
 
 DoctorCheck check_python(const std::string& given, std::chrono::milliseconds timeout) {
   std::string interpreter = given;
-  if (given.find('/') == std::string::npos) {
-    auto found = boost::process::search_path(given);
-    if (found.empty()) {
+  if (!platform::names_a_path(given)) {
+    auto found = platform::find_program(given);
+    if (!found) {
       return {Status::Fail,
               "python",
               fmt::format("{} was not found on PATH", given),
               python_fix(given, false),
               {{"interpreter", given}}};
     }
-    interpreter = found.string();
+    interpreter = *found;
   }
   return judge_python(given, interpreter, run_command({interpreter, "-c", kProbeScript}, timeout), timeout);
 }

@@ -13,16 +13,21 @@ std::string named_interpreter(const std::string& python_flag, const EnvMap& env)
   return it != env.end() ? it->second : std::string();
 }
 
-std::vector<InterpreterCandidate> interpreter_candidates(const EnvMap& env) {
+std::vector<InterpreterCandidate> interpreter_candidates(const EnvMap& env, bool windows) {
   std::vector<InterpreterCandidate> out;
-  auto from_prefix = [&](std::string_view var, const char* what) {
+  auto from_prefix = [&](std::string_view var, const char* what, const char* posix, const char* win) {
     auto it = env.find(std::string(var));
     if (it != env.end() && !it->second.empty()) {
-      out.push_back({it->second + "/bin/python", fmt::format("the active {} (${}={})", what, var, it->second)});
+      out.push_back(
+          {it->second + (windows ? win : posix), fmt::format("the active {} (${}={})", what, var, it->second)});
     }
   };
-  from_prefix(env::kVirtualEnv, "virtualenv");
-  from_prefix(env::kCondaPrefix, "conda environment");
+  from_prefix(env::kVirtualEnv, "virtualenv", "/bin/python", "\\Scripts\\python.exe");
+  from_prefix(env::kCondaPrefix, "conda environment", "/bin/python", "\\python.exe");
+  if (windows) {
+    out.push_back({"python", "python on PATH"});
+    return out;
+  }
   out.push_back({"python3", "python3 on PATH"});
   out.push_back({"/usr/bin/python3", "the system's /usr/bin/python3"});
   return out;
@@ -46,7 +51,7 @@ InterpreterChoice choose_interpreter(const std::vector<InterpreterCandidate>& ca
     without.push_back(c.program);
   }
   if (!first) {
-    return {"python3",
+    return {candidates.empty() ? std::string("python3") : candidates.back().program,
             fmt::format("no Python interpreter found (tried {}): give one with --python or ${}",
                         candidates.empty() ? std::string("none") : candidates.back().program, env::kPythonExec),
             false};

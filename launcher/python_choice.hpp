@@ -20,8 +20,10 @@ struct InterpreterCandidate {
 // when neither names one (then probe_interpreter chooses). `run` and `doctor` both ask this.
 std::string named_interpreter(const std::string& python_flag, const EnvMap& env);
 
-// Pure: the candidates in order, from the environment.
-std::vector<InterpreterCandidate> interpreter_candidates(const EnvMap& env);
+// Pure: the candidates in order, from the environment. Windows lays them out its own way: a
+// virtualenv's Scripts\python.exe, a conda environment's python.exe, python on PATH (no python3,
+// no /usr/bin there).
+std::vector<InterpreterCandidate> interpreter_candidates(const EnvMap& env, bool windows = false);
 
 struct InterpreterChoice {
   std::string program;

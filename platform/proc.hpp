@@ -79,6 +79,14 @@ namespace ddp::proc {
 // Whether process `pid` holds a TCP connection (not a listener) whose remote port is `port`.
 bool connected_to_port(pid_t pid, std::uint16_t port);
 
+// RLIMIT_NOFILE's soft and hard limits. nullopt with `why` empty where there is no such limit
+// (Windows: sockets and files are handles, 2^24 per process); with `why` set when it cannot be read.
+struct OpenFileLimit {
+  std::uint64_t soft = 0;
+  std::uint64_t hard = 0;
+};
+std::optional<OpenFileLimit> open_file_limit(std::string& why);
+
 // Raises RLIMIT_NOFILE's soft limit to its hard limit (servers with many clients); returns the
 // soft limit now in force. Windows has no such limit on sockets: its per-process handle limit (2^24).
 std::uint64_t raise_open_file_limit();

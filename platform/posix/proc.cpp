@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -165,6 +167,15 @@ bool connected_to_port(pid_t pid, std::uint16_t port) {
     if (sock.state != "0A" && sock.remote_port == port && mine.count(sock.inode)) connected = true;
   });
   return connected;
+}
+
+std::optional<OpenFileLimit> open_file_limit(std::string& why) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    why = std::string("getrlimit(RLIMIT_NOFILE) failed: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  return OpenFileLimit{static_cast<std::uint64_t>(lim.rlim_cur), static_cast<std::uint64_t>(lim.rlim_max)};
 }
 
 std::uint64_t raise_open_file_limit() {

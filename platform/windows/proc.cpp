@@ -183,6 +183,8 @@ bool connected_to_port(pid_t pid, std::uint16_t port) {
   return connected;
 }
 
+std::optional<OpenFileLimit> open_file_limit(std::string&) { return std::nullopt; }
+
 std::uint64_t raise_open_file_limit() { return std::uint64_t{1} << 24; }
 
 std::vector<ProcessTexts> process_texts() {

@@ -47,3 +47,8 @@ TEST_CASE("the event fields: one of exit_code and signal is null, and they read 
   CHECK_FALSE(ddp::exit_from_fields(json{{"exit_code", "3"}}));
   CHECK_FALSE(ddp::exit_from_fields(json::object()));
 }
+
+TEST_CASE("describe_exit: a Windows NTSTATUS code reads in hex") {
+  CHECK(describe_exit(ExitStatus::exited(static_cast<int>(0xC0000005u))) == "exited with code 0xC0000005");
+  CHECK(describe_exit(ExitStatus::exited(-1)) == "exited with code -1");
+}

@@ -61,3 +61,9 @@ TEST_CASE("the named interpreter: --python, else $PYTHON_EXEC, else none (run an
   CHECK(named_interpreter("", {{"PYTHON_EXEC", ""}}).empty());
   CHECK(named_interpreter("", {{"VIRTUAL_ENV", "/venv"}}).empty());
 }
+
+TEST_CASE("interpreter candidates on Windows: Scripts\\python.exe, the conda prefix's python.exe, python on PATH") {
+  CHECK(programs(interpreter_candidates({}, true)) == std::vector<std::string>{"python"});
+  CHECK(programs(interpreter_candidates({{"VIRTUAL_ENV", "C:\\v"}, {"CONDA_PREFIX", "C:\\c"}}, true)) ==
+        std::vector<std::string>{"C:\\v\\Scripts\\python.exe", "C:\\c\\python.exe", "python"});
+}
