@@ -27,18 +27,6 @@ std::optional<LockableFile> LockableFile::open(const std::filesystem::path& path
   return LockableFile(fd);
 }
 
-LockableFile::LockableFile(LockableFile&& other) noexcept : handle_(std::exchange(other.handle_, kNoHandle)) {}
-
-LockableFile& LockableFile::operator=(LockableFile&& other) noexcept {
-  if (this != &other) {
-    close_handle(handle_);
-    handle_ = std::exchange(other.handle_, kNoHandle);
-  }
-  return *this;
-}
-
-LockableFile::~LockableFile() { close_handle(handle_); }  // also drops our flock
-
 FileIdentity LockableFile::identity() const {
   struct stat st {};
   ::fstat(handle_, &st);

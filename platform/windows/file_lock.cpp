@@ -39,18 +39,6 @@ std::optional<LockableFile> LockableFile::open(const std::filesystem::path& path
   return LockableFile(h);
 }
 
-LockableFile::LockableFile(LockableFile&& other) noexcept : handle_(std::exchange(other.handle_, kNoHandle)) {}
-
-LockableFile& LockableFile::operator=(LockableFile&& other) noexcept {
-  if (this != &other) {
-    close_handle(handle_);
-    handle_ = std::exchange(other.handle_, kNoHandle);
-  }
-  return *this;
-}
-
-LockableFile::~LockableFile() { close_handle(handle_); }  // also drops our lock
-
 FileIdentity LockableFile::identity() const { return identity_of(handle_); }
 
 bool LockableFile::read_all(std::string& bytes, std::string& error, std::uint64_t max) const {

@@ -60,6 +60,25 @@ def stop_process(proc, timeout=10, close_stdin=False):
         proc.wait()
 
 
+def listening_addresses(port):
+    """The local addresses `ss` shows listening on TCP `port`."""
+    out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    return [line.split()[3] for line in out.splitlines() if line.strip()]
+
+
+class BusyPort:
+    """A port this process listens on, for tests of what a busy port does to others: `with BusyPort() as port`."""
+
+    def __enter__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        return self.sock.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
 def alive(pid):
     """True while /proc/<pid> exists and is not a zombie (a zombie is dead for our purposes)."""
     try:

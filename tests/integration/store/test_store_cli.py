@@ -1,11 +1,10 @@
 """`ddp-launch store`: port=<n> on stdout, loopback by default, a busy port named within a second,
 and a real torch 1.13 client doing a round of operations."""
 import datetime
-import socket
 import subprocess
 import time
 
-from harness import DDP_LAUNCH, StoreProcess, check, run_tests
+from harness import DDP_LAUNCH, BusyPort, StoreProcess, check, listening_addresses, run_tests
 
 
 def test_port_zero_prints_port_and_serves_torch_113():
@@ -20,20 +19,15 @@ def test_port_zero_prints_port_and_serves_torch_113():
 
 def test_binds_loopback_by_default():
     with StoreProcess() as store:
-        out = subprocess.run(["ss", "-Hltn", f"sport = :{store.port}"], capture_output=True, text=True).stdout
-        local = [line.split()[3] for line in out.splitlines() if line.strip()]
-        check(local == [f"127.0.0.1:{store.port}"], f"listening socket not loopback-only: {out!r}")
+        local = listening_addresses(store.port)
+        check(local == [f"127.0.0.1:{store.port}"], f"listening socket not loopback-only: {local}")
 
 
 def test_busy_port_error_names_the_holder_within_a_second():
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", 0))
-    holder.listen(1)
-    port = holder.getsockname()[1]
-    start = time.monotonic()
-    r = subprocess.run([DDP_LAUNCH, "store", "--port", str(port)], capture_output=True, text=True, timeout=10)
-    elapsed = time.monotonic() - start
-    holder.close()
+    with BusyPort() as port:
+        start = time.monotonic()
+        r = subprocess.run([DDP_LAUNCH, "store", "--port", str(port)], capture_output=True, text=True, timeout=10)
+        elapsed = time.monotonic() - start
     check(r.returncode != 0, "store started on a busy port")
     check(elapsed < 1.0, f"busy-port error took {elapsed:.2f}s")
     check(str(port) in r.stderr and "already in use" in r.stderr, f"error does not name the port: {r.stderr}")

@@ -3,11 +3,10 @@ FileStore (file:///Z:/… URL) is diagnosed and left in place, the open-file che
 no such limit, the GPU check names nvml.dll, and --json carries every check."""
 import json
 import os
-import socket
 import sys
 import tempfile
 
-from harness import check, run_tests
+from harness import BusyPort, check, run_tests
 from wine import run_exe, windows_path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "filestore"))
@@ -22,14 +21,8 @@ def doctor_json(*args):
 
 
 def test_busy_port_fails_with_the_fix():
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", 0))
-    holder.listen(1)
-    port = holder.getsockname()[1]
-    try:
+    with BusyPort() as port:
         r, checks = doctor_json("--port", str(port))
-    finally:
-        holder.close()
     c = checks["port"]
     check(c["status"] == "fail" and f"port {port} is in use" in c["finding"], f"port check: {c}")
     check("--master-port" in c["action"] and "netstat -ano" in c["action"], f"no fix named: {c}")

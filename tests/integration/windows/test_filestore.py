@@ -12,7 +12,7 @@ import tempfile
 import time
 
 from harness import LineReader, check, run_tests
-from wine import CHILD, exe_command, run_exe, wait_gone_windows, wine_command, windows_path
+from wine import CHILD, run_exe, wait_gone_windows, wine_command, windows_path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "filestore"))
 from fs_helpers import killed_rendezvous_bytes, write_file  # noqa: E402
@@ -34,8 +34,21 @@ def start_orphan_holder(path):
     return line.split()[1]
 
 
-def wait_held(path, holder_out):
-    holder_out.wait_for("holding", 60, f"the holder of {path}", prefix=True)
+class Holder:
+    """A live process (started from Linux: it has no Windows parent, so it is no orphan) holding a file
+    open: `with Holder(argv, env) as pid`."""
+
+    def __init__(self, argv, env=None):
+        self.proc = subprocess.Popen(wine_command(CHILD, *argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env=env)
+
+    def __enter__(self):
+        LineReader(self.proc.stdout, self.proc, "holder").wait_for("holding", 60, "the holder", prefix=True)
+        return self.proc
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
 
 
 def test_stale_file_is_removed_by_path_and_by_url():
@@ -73,36 +86,23 @@ def test_live_holder_is_never_ended():
     with tempfile.TemporaryDirectory(prefix="ddp-win-fs-") as tmp:
         path = os.path.join(tmp, "rdzv")
         write_file(path, killed_rendezvous_bytes())
-        holder = subprocess.Popen(wine_command(CHILD, "hold", windows_path(path), "120000"), stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        try:
-            wait_held(path, LineReader(holder.stdout, holder, "holder"))
+        with Holder(["hold", windows_path(path), "120000"]) as holder:
             r = run_exe("clean", "--force", windows_path(path))
             check(r.returncode == 1, f"exit {r.returncode}: {r.stdout} {r.stderr}")
             check("verdict: in use" in r.stdout and "dead run" not in r.stdout, r.stdout)
             check(holder.poll() is None, "a live holder was ended")
             check(os.path.exists(path), "a file in use was removed")
-        finally:
-            holder.kill()
-            holder.wait()
 
 
 def test_holder_nothing_names_makes_the_removal_fail_clearly():
     with tempfile.TemporaryDirectory(prefix="ddp-win-fs-") as tmp:
         path = os.path.join(tmp, "rdzv")
         write_file(path, killed_rendezvous_bytes())
-        env = dict(os.environ, HELD_FILE=windows_path(path))
-        holder = subprocess.Popen(wine_command(CHILD, "hold-env", "HELD_FILE", "120000"), stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, env=env)
-        try:
-            wait_held(path, LineReader(holder.stdout, holder, "holder"))
+        with Holder(["hold-env", "HELD_FILE", "120000"], env=dict(os.environ, HELD_FILE=windows_path(path))):
             r = run_exe("clean", windows_path(path))
             check(r.returncode == 1, f"exit {r.returncode}: {r.stdout} {r.stderr}")
             check("a process has it open" in r.stdout, f"no reason for the failed removal: {r.stdout}")
             check(os.path.exists(path), "removed while open")
-        finally:
-            holder.kill()
-            holder.wait()
 
 
 def test_run_store_file_removes_a_stale_file_and_gives_windows_urls():

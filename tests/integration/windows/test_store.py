@@ -4,11 +4,9 @@ The protocol itself is checked against torch's own server by the torch 1.13 diff
 run on the .exe (windows.store.differential)."""
 import datetime
 import signal
-import socket
-import subprocess
 import time
 
-from harness import StoreProcess, check, run_tests
+from harness import BusyPort, StoreProcess, check, listening_addresses, run_tests
 from wine import require_exe, run_exe
 
 
@@ -25,20 +23,13 @@ def test_serves_a_torch_113_client():
 
 def test_binds_loopback_by_default():
     with StoreProcess(timeout=60) as store:
-        out = subprocess.run(["ss", "-Hltn", f"sport = :{store.port}"], capture_output=True, text=True).stdout
-        local = [line.split()[3] for line in out.splitlines() if line.strip()]
-        check(local == [f"127.0.0.1:{store.port}"], f"listening socket not loopback-only: {out!r}")
+        local = listening_addresses(store.port)  # Wine's sockets are the host's
+        check(local == [f"127.0.0.1:{store.port}"], f"listening socket not loopback-only: {local}")
 
 
 def test_busy_port_is_an_error_naming_the_port_and_the_fix():
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", 0))
-    holder.listen(1)
-    port = holder.getsockname()[1]
-    try:
+    with BusyPort() as port:
         r = run_exe("store", "--port", str(port), timeout=60)
-    finally:
-        holder.close()
     check(r.returncode == 1, f"exit {r.returncode} on a busy port; stderr: {r.stderr}")
     check(f"{port}" in r.stderr and "already in use" in r.stderr, f"error does not name the port: {r.stderr}")
     check("--port 0" in r.stderr, f"error does not say how to fix it: {r.stderr}")
