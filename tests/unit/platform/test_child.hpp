@@ -5,9 +5,12 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "platform/child_exits.hpp"
@@ -51,6 +54,18 @@ inline std::string read_to_end(platform::NativeHandle read_end, std::chrono::mil
     if (c != '\r') out.push_back(c);
   }
   return out;
+}
+
+// The pids `ddp-test-child tree` writes to `file` ("PID:START PID:START": itself, its grandchild),
+// once it has (10 s at most); {0, 0} when it never did.
+inline std::pair<pid_t, pid_t> read_tree(const std::filesystem::path& file) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in(file);
+    std::string a, b;
+    if (in >> a >> b) return {std::stoi(a.substr(0, a.find(':'))), std::stoi(b.substr(0, b.find(':')))};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {0, 0};
 }
 
 // Waits (at most `limit`) for the child to end, and reaps it (POSIX: no zombie is left for the

@@ -62,16 +62,7 @@ TEST_CASE("signal_group(SIGKILL) ends the child and what it started") {
   auto res = spawn_process(r);
   platform::close_handle(out->write);
   REQUIRE_MESSAGE(res.ok(), res.what, ": ", res.error);
-  pid_t parent = 0, grandchild = 0;
-  for (int i = 0; i < 500 && grandchild == 0; ++i) {
-    std::ifstream in(file);  // "PID:START PID:START"
-    std::string a, b;
-    if (in >> a >> b) {
-      parent = std::stoi(a.substr(0, a.find(':')));
-      grandchild = std::stoi(b.substr(0, b.find(':')));
-    }
-    if (grandchild == 0) std::this_thread::sleep_for(20ms);
-  }
+  const auto [parent, grandchild] = test::read_tree(file);
   REQUIRE(grandchild > 0);
   CHECK(parent == res.child.pid());
   CHECK(res.child.signal_group(sig::kKill));

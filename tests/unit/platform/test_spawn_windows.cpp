@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "platform/proc.hpp"
 #include "platform/signal_numbers.hpp"
@@ -20,15 +21,7 @@ TEST_CASE("closing the last handle of a worker's job ends it and what it started
   {
     auto res = spawn_process(test::child_request({"tree", "60000", file.string()}));
     REQUIRE_MESSAGE(res.ok(), res.what, ": ", res.error);
-    for (int i = 0; i < 500 && grandchild == 0; ++i) {
-      std::ifstream in(file);  // "PID:START PID:START"
-      std::string a, b;
-      if (in >> a >> b) {
-        parent = std::stoi(a.substr(0, a.find(':')));
-        grandchild = std::stoi(b.substr(0, b.find(':')));
-      }
-      if (grandchild == 0) std::this_thread::sleep_for(20ms);
-    }
+    std::tie(parent, grandchild) = test::read_tree(file);
     REQUIRE(grandchild > 0);
     CHECK(proc::read_proc_stat(parent));
     CHECK(proc::read_proc_stat(grandchild));
