@@ -14,7 +14,7 @@ Command add_completion_command(CLI::App& app, std::string version) {
                                  "source <(ddp-launch completion bash))");
   auto shell = std::make_shared<std::string>();
   sub->add_option("SHELL", *shell, "The shell: bash")->required()->check(CLI::IsMember({"bash"}));
-  return {sub, [&app, version = std::move(version)] {
+  return {sub, [&app, shell, version = std::move(version)] {  // shell: CLI11 writes through it
             std::cout << bash_completion_script(describe_cli(app), "ddp-launch", version);
             return 0;
           }};
