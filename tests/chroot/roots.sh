@@ -17,7 +17,7 @@ suite_of() {
 packages_of() {
     case "$1" in
         torch-2.6|torch-2.14|debian-12-torch) echo python3-torch ;;
-        debian-12) echo systemd ;;  # what every installed Debian 12 has; systemd-analyze verify
+        debian-12) echo systemd man-db ;;  # as an installed Debian 12 has; systemd-analyze verify uses both
         *) echo "" ;;
     esac
 }
