@@ -1,6 +1,7 @@
 """Host-side helpers of the .deb tests: the package built by packaging/build-deb.sh, and a
 throw-away Debian 12 root to install it in (an overlay over a root that tests/chroot/prepare.sh
 caches, so every test starts from the same clean system and leaves the cache unchanged)."""
+import atexit
 import fcntl
 import glob
 import os
@@ -142,3 +143,34 @@ def expect_package_installs_cleanly(root, deb):
     unowned = {p: o for p, o in owners.items() if o is None or o not in closure}
     check(not unowned, f"libraries ddp-launch loads whose package is not in Depends' closure: {unowned}")
     return added
+
+
+_installed = {}
+
+
+def installed_root(name):
+    """Root `name` with the package installed by expect_package_installs_cleanly, made on the
+    first call (it prints what apt added) and shared by a test module's cases; removed at exit."""
+    if name not in _installed:
+        root = Root(name)
+        atexit.register(root.__exit__, None, None, None)
+        deb = deb_path()
+        added = expect_package_installs_cleanly(root, deb)
+        print(f"# {name}: Depends: {deb_field(deb, 'Depends')}", flush=True)
+        print(f"# {name}: apt-get install added {len(added)} packages: {' '.join(sorted(added))}", flush=True)
+        _installed[name] = root
+    return _installed[name]
+
+
+def daemon_job(root, unit, account, rank_line, instance="", command="", setup=":"):
+    """Runs unit_daemon.sh in `root` after `setup` (which makes the account): the daemon of
+    `unit` started as systemd would, a 2-rank job (`command`, default: print rank and user)
+    submitted as `account`. Checks the job succeeded and each rank printed rank_line.format(rank=R);
+    returns the script's output."""
+    args = " ".join(f"'{a}'" for a in [unit, account, instance] + ([command] if command else []))
+    _, out, _ = root.run(f"{setup} && {HERE}/unit_daemon.sh {args}", timeout=180,
+                         what=f"the daemon of {unit} and a job as {account}")
+    check(re.search(r"^status: .*SUCCEEDED", out, re.M), f"the job did not succeed: {out}")
+    for rank in (0, 1):
+        check(f"output: {rank_line.format(rank=rank)}" in out, f"rank {rank} did not print '{rank_line}': {out}")
+    return out

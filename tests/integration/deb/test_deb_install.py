@@ -1,4 +1,4 @@
-"""The .deb on a clean Debian 12 (debootstrap minbase + systemd, the cached root debian-12):
+"""The .deb on a clean Debian 12 (debootstrap minbase + systemd + man-db, the cached root debian-12):
 `apt-get install ./ddp-launch_*.deb` adds only Depends and its closure, the binary runs and says
 the package's version, `doctor` reports, the unit files pass `systemd-analyze verify` with the
 Debian 12 systemd, and each unit's ExecStart, started the way systemd starts it, serves a 2-rank
@@ -8,22 +8,12 @@ template: by the socket its comment names).
 Every check runs in one overlay over the root, in order; the first one installs the package."""
 import re
 
-from debroot import HERE, VERSION, Root, deb_field, deb_path, expect_package_installs_cleanly
+from debroot import VERSION, daemon_job, deb_field, deb_path, installed_root
 from harness import check, run_tests
-
-ROOT = "debian-12"
-_root = None
 
 
 def root():
-    global _root
-    if _root is None:
-        _root = Root(ROOT)
-        deb = deb_path()
-        added = expect_package_installs_cleanly(_root, deb)
-        print(f"# Depends: {deb_field(deb, 'Depends')}", flush=True)
-        print(f"# apt-get install added {len(added)} packages: {' '.join(sorted(added))}", flush=True)
-    return _root
+    return installed_root("debian-12")
 
 
 def test_installs_only_what_depends_names():
@@ -79,33 +69,21 @@ def test_unit_files_pass_systemd_analyze_verify():
 
 
 def test_user_unit_serves_a_job_run_as_its_user():
-    _, out, _ = root().run(f"useradd -m alice && {HERE}/unit_daemon.sh /usr/lib/systemd/user/ddp-launch.service alice",
-                           timeout=120, what="the user unit's daemon and a job")
+    out = daemon_job(root(), "/usr/lib/systemd/user/ddp-launch.service", "alice", "rank {rank} of 2 as alice",
+                     setup="useradd -m alice")
     check("ExecStart: /usr/bin/ddp-launch daemon" in out, f"unexpected ExecStart: {out}")
-    check(re.search(r"^status: .*SUCCEEDED", out, re.M), f"the job did not succeed: {out}")
-    for rank in (0, 1):
-        check(f"output: rank {rank} of 2 as alice" in out, f"rank {rank} did not run as alice: {out}")
     check("state dir: /home/alice/.local/state/ddp-launch owned by alice" in out,
           f"the user unit's state is not in alice's XDG state dir: {out}")
 
 
 def test_service_account_template_serves_a_job_run_as_the_account():
-    _, out, _ = root().run(
-        f"useradd --system --user-group --home-dir /nonexistent ddp && "
-        f"{HERE}/unit_daemon.sh /usr/lib/systemd/system/ddp-launch@.service ddp ddp",
-        timeout=120, what="the template's daemon and a job")
-    check(re.search(r"^status: .*SUCCEEDED", out, re.M), f"the job did not succeed: {out}")
-    for rank in (0, 1):
-        check(f"output: rank {rank} of 2 as ddp" in out, f"rank {rank} did not run as ddp: {out}")
+    out = daemon_job(root(), "/usr/lib/systemd/system/ddp-launch@.service", "ddp", "rank {rank} of 2 as ddp",
+                     instance="ddp", setup="useradd --system --user-group --home-dir /nonexistent ddp")
     check("state dir: /var/lib/ddp-launch/ddp owned by ddp" in out, f"the account's state is not in /var/lib: {out}")
 
 
 if __name__ == "__main__":
-    try:
-        run_tests([test_installs_only_what_depends_names, test_version_is_the_packages,
-                   test_doctor_reports_every_check_and_names_the_missing_python, test_files_where_debian_expects_them,
-                   test_unit_files_pass_systemd_analyze_verify, test_user_unit_serves_a_job_run_as_its_user,
-                   test_service_account_template_serves_a_job_run_as_the_account])
-    finally:
-        if _root is not None:
-            _root.__exit__(None, None, None)
+    run_tests([test_installs_only_what_depends_names, test_version_is_the_packages,
+               test_doctor_reports_every_check_and_names_the_missing_python, test_files_where_debian_expects_them,
+               test_unit_files_pass_systemd_analyze_verify, test_user_unit_serves_a_job_run_as_its_user,
+               test_service_account_template_serves_a_job_run_as_the_account])

@@ -4,20 +4,16 @@ trains a real DDP step over gloo, and a job submitted to the user unit's daemon 
 its user."""
 import re
 
-from debroot import HERE, Root, deb_path, expect_package_installs_cleanly
+from debroot import HERE, daemon_job, installed_root
 from harness import check, run_tests
-
-ROOT = "debian-12-torch"
-_root = None
 
 
 def root():
-    global _root
-    if _root is None:
-        _root = Root(ROOT)
-        added = expect_package_installs_cleanly(_root, deb_path())
-        print(f"# apt-get install added {len(added)} packages beside python3-torch's", flush=True)
-    return _root
+    return installed_root("debian-12-torch")
+
+
+def test_installs_only_what_depends_names():
+    root()  # the checks are in debroot.expect_package_installs_cleanly
 
 
 def test_doctor_passes_with_debian_torch():
@@ -36,19 +32,11 @@ def test_run_two_ranks_of_ddp_on_gloo():
 
 
 def test_daemon_of_the_user_unit_runs_a_torch_job():
-    _, out, _ = root().run(
-        f"useradd -m bob && install -m 644 {HERE}/gloo_ddp.py /tmp/gloo_ddp.py && "
-        f"{HERE}/unit_daemon.sh /usr/lib/systemd/user/ddp-launch.service bob '' '[python3, /tmp/gloo_ddp.py]'",
-        timeout=180, what="a torch job through the user unit's daemon")
-    check(re.search(r"^status: .*SUCCEEDED", out, re.M), f"the job did not succeed: {out}")
-    for rank in (0, 1):
-        check(f"output: rank {rank} of 2: sum 3 grad_agree True user bob" in out, f"rank {rank}'s line is missing: {out}")
+    daemon_job(root(), "/usr/lib/systemd/user/ddp-launch.service", "bob",
+               "rank {rank} of 2: sum 3 grad_agree True user bob", command="[python3, /tmp/gloo_ddp.py]",
+               setup=f"useradd -m bob && install -m 644 {HERE}/gloo_ddp.py /tmp/gloo_ddp.py")
 
 
 if __name__ == "__main__":
-    try:
-        run_tests([test_doctor_passes_with_debian_torch, test_run_two_ranks_of_ddp_on_gloo,
-                   test_daemon_of_the_user_unit_runs_a_torch_job])
-    finally:
-        if _root is not None:
-            _root.__exit__(None, None, None)
+    run_tests([test_installs_only_what_depends_names, test_doctor_passes_with_debian_torch,
+               test_run_two_ranks_of_ddp_on_gloo, test_daemon_of_the_user_unit_runs_a_torch_job])
