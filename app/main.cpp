@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   auto job_commands = ddp::cli::add_job_client_commands(app);
   job_commands.push_back(ddp::cli::add_daemon_command(app));
   for (auto& command : job_commands) runners[command.sub] = std::move(command.run);
-  auto completion = ddp::cli::add_completion_command(app, DDP_VERSION);  // last: it describes the others
+  auto completion = ddp::cli::add_completion_command(app, DDP_VERSION);  // describes every command, when run
   runners[completion.sub] = std::move(completion.run);
 
   try {
