@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "app/cmd_completion.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "jobs/commands.hpp"
@@ -13,6 +14,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
   app.require_subcommand(1);
+  // DDP_VERSION is the top-level CMakeLists' project(VERSION), which also names the .deb.
+  app.set_version_flag("--version", "ddp-launch " DDP_VERSION);
   std::string log_level;
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error (default: $DDP_LOG_LEVEL or info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -28,6 +31,8 @@ int main(int argc, char** argv) {
   auto job_commands = ddp::cli::add_job_client_commands(app);
   job_commands.push_back(ddp::cli::add_daemon_command(app));
   for (auto& command : job_commands) runners[command.sub] = std::move(command.run);
+  auto completion = ddp::cli::add_completion_command(app, DDP_VERSION);  // describes every command, when run
+  runners[completion.sub] = std::move(completion.run);
 
   try {
     app.parse(argc, argv);
