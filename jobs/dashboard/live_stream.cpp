@@ -190,9 +190,12 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   }
 
   void add_log(TimePoint now) {
-    std::string chunk = carry_ + log_->next(kLogChunk);
+    auto fresh = log_->next(kLogChunk);
+    // Read on until the file has nothing more, as `logs -f` does: more may be waiting, and only at
+    // its end does the follower look for a restart's newer file.
+    if (!fresh.empty()) plan_.backlog(Topic::Log, now);
+    std::string chunk = carry_ + fresh;
     carry_.clear();
-    if (chunk.size() >= kLogChunk) plan_.backlog(Topic::Log, now);  // more is waiting
     auto whole = utf8_complete_prefix(chunk);
     carry_ = chunk.substr(whole);
     chunk.resize(whole);

@@ -33,7 +33,7 @@ export function mount(main, id) {
     el('div', { class: 'card-head' }, el('h2', { id: 'metrics-h' }, 'Metrics'),
       el('label', { class: 'inline' }, 'Metric ', metricSelect)),
     chartBox, chartSummary);
-  const chart = new LineChart(chartBox, { xLabel: 'step (the metric\'s line count)', yLabel: '' });
+  const chart = new LineChart(chartBox, { xLabel: 'logged value #', yLabel: '' });
 
   const utilBox = el('div', { class: 'chart' });
   const memBox = el('div', { class: 'chart' });
@@ -64,6 +64,7 @@ export function mount(main, id) {
 
   const timeline = el('ol', { class: 'timeline', id: 'timeline', tabindex: '0', 'aria-label': 'Timeline' });
   const spec = el('pre', { class: 'spec', tabindex: '0', 'aria-label': 'Job file' });
+  const runDir = el('p', { class: 'muted small run-dir' });
 
   const yes = el('button', { type: 'button', class: 'danger', onclick: () => cancel() }, 'Cancel job');
   const no = el('button', { type: 'button', onclick: () => dialog.close() }, 'Keep it running');
@@ -80,7 +81,7 @@ export function mount(main, id) {
       el('div', { class: 'col-main' }, metricsCard, gpuCard, logCard),
       el('div', { class: 'col-side' },
         el('section', { class: 'card', 'aria-labelledby': 'tl-h' }, el('h2', { id: 'tl-h' }, 'Timeline'), timeline),
-        el('section', { class: 'card', 'aria-labelledby': 'spec-h' }, el('h2', { id: 'spec-h' }, 'Job file'), spec))),
+        el('section', { class: 'card', 'aria-labelledby': 'spec-h' }, el('h2', { id: 'spec-h' }, 'Job file'), spec, runDir))),
     dialog);
 
   async function cancel() {
@@ -92,7 +93,7 @@ export function mount(main, id) {
     notice.className = r.status < 300 ? 'notice' : 'notice error';
   }
 
-  function fact(term, value, wide = false) { return el('div', { class: wide ? 'wide' : null }, el('dt', {}, term), el('dd', {}, value)); }
+  function fact(term, value) { return el('div', {}, el('dt', {}, term), el('dd', {}, value)); }
 
   function drawJob(j) {
     const first = !job;
@@ -109,6 +110,8 @@ export function mount(main, id) {
         `Straggler: rank ${s.rank} at ${number(s.ratio, 2)}× the median step rate (${number(s.rank_step_s, 3)} s/step vs ${number(s.median_step_s, 3)} s/step).`)),
       (j.hangs || []).slice(-1).map((h) => el('p', { class: 'alert bad' }, `Hang (run ${h.run}, attempt ${h.attempt}): ${h.text}`)));
     spec.textContent = j.spec || '';
+    markEmptyLog();
+    clear(runDir, j.run_dir ? ['Run directory: ', el('code', {}, j.run_dir)] : '');
     if (first || rankSelect.options.length !== ranks(j) + 1) {
       clear(rankSelect, Array.from({ length: ranks(j) }, (_, r) => el('option', { value: String(r) }, `rank ${r}`)),
         el('option', { value: 'supervisor' }, 'supervisor'));
@@ -126,11 +129,10 @@ export function mount(main, id) {
       fact('GPUs', gpuText(j)),
       fact('Runs / restarts', `${j.runs} / ${j.restarts}`),
       fact('Priority', String(j.priority)),
-      fact('Submitted', `${clock(j.submitted_at)} (${age(j.submitted_at)} ago)`),
+      fact('Submitted', el('span', { title: `${age(j.submitted_at)} ago` }, clock(j.submitted_at))),
       fact(ended ? 'Ran for' : 'Running for', j.started_at ? duration((ended || serverNow()) - j.started_at) : '—'),
       fact('Exit code', j.exit_code === null || j.exit_code === undefined ? '—' : String(j.exit_code)),
-      fact('Executor', j.slurm_job_id ? `slurm (job ${j.slurm_job_id})` : j.executor),
-      fact('Run directory', el('code', { class: 'path' }, j.run_dir || '—'), true));
+      fact('Executor', j.slurm_job_id ? `slurm (job ${j.slurm_job_id})` : j.executor));
   }
 
   function addTimeline(t) {
@@ -208,9 +210,18 @@ export function mount(main, id) {
       if (text.length > LOG_KEEP) text = text.slice(text.indexOf('\n', text.length - LOG_KEEP) + 1);
       log.textContent = text;
     }
-    if (!log.textContent) log.dataset.empty = job && TERMINAL.has(job.state) ? 'This log is empty.' : 'Nothing yet: the rank has not written to this stream.';
-    else delete log.dataset.empty;
+    markEmptyLog();
     if (follow.checked) log.scrollTop = log.scrollHeight;
+  }
+
+  function markEmptyLog() {
+    if (!log.textContent) {
+      log.dataset.empty = job && TERMINAL.has(job.state)
+        ? `This log is empty${stream === 'stdout' ? ': try stderr, or the supervisor' : ''}.`
+        : 'Nothing yet: the rank has not written to this stream.';
+    } else {
+      delete log.dataset.empty;
+    }
   }
 
   function connect() {
