@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/markup.hpp"
+
 namespace ddp::jobs::dashboard {
 
 namespace {
@@ -68,22 +70,6 @@ std::string content_type_for(std::string_view name) {
   return "application/octet-stream";
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string render(std::string_view page_text, const std::map<std::string, std::string>& vars) {
   std::string out;
   std::size_t at = 0;
@@ -93,7 +79,7 @@ std::string render(std::string_view page_text, const std::map<std::string, std::
     if (close == std::string_view::npos) break;
     auto it = vars.find(std::string(page_text.substr(open + 2, close - open - 2)));
     out += page_text.substr(at, open - at);
-    out += it == vars.end() ? std::string(page_text.substr(open, close + 2 - open)) : html_escape(it->second);
+    out += it == vars.end() ? std::string(page_text.substr(open, close + 2 - open)) : escape_markup(it->second);
     at = close + 2;
   }
   out += page_text.substr(at);

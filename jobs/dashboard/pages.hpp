@@ -26,8 +26,7 @@ inline constexpr std::string_view kContentSecurityPolicy =
     "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 std::string content_type_for(std::string_view name);  // by extension; application/octet-stream else
-std::string html_escape(std::string_view text);
-// `{{key}}` → vars[key], HTML-escaped; an unknown key stays as it is (a test sees it).
+// `{{key}}` → vars[key], escaped (common/markup.hpp); an unknown key stays as it is (a test sees it).
 std::string render(std::string_view page, const std::map<std::string, std::string>& vars);
 
 // An embedded file: 200, or 304 when If-None-Match names its ETag. Cache-Control no-cache: the
