@@ -57,7 +57,7 @@ WebReply Gate::open_session(std::string_view location, TimePoint now) {
 Admission Gate::admit(const WebRequest& r, TimePoint now) {
   auto t = parse_target(r.target);
   const auto& s = t.segments;
-  const bool get = r.method == "GET" || r.method == "HEAD";
+  const bool get = r.method == "GET";
   if (s.size() == 2 && s[0] == "assets" && get) {
     const auto* a = find_asset(s[1]);
     if (!a || s[1].ends_with(".html")) return reply(not_found(r.target));

@@ -22,7 +22,7 @@ struct WebReply {
 // Scripts, styles, images, connections, forms: this origin only; no inline script or style, no
 // framing, no plugins, no <base>.
 inline constexpr std::string_view kContentSecurityPolicy =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 std::string content_type_for(std::string_view name);  // by extension; application/octet-stream else

@@ -245,7 +245,7 @@ async function main() {
 
     step('its log tail grows while it runs');
     const steps = async () => (await page.textContent('#log')).match(/^step \d+/gm) || [];
-    const first = (await waitFor('step lines in the log tail', 60000, async () => {
+    const first = (await waitFor('step lines in the log tail', TORCH_TIMEOUT, async () => {
       const s = await steps();
       return s.length >= 2 && s;
     })).length;
@@ -346,7 +346,21 @@ async function main() {
     const { line, column } = expected.problems[0];
     assert.equal(caret, bad.split('\n').slice(0, line - 1).join('\n').length + (line > 1 ? 1 : 0) + column - 1, 'caret at the problem');
     await shot(page, 'submit-errors');
+    // A loaded file: its text in the editor, its name in the problems' positions.
+    const upload = path.join(dir, 'my-job.yaml');
+    fs.writeFileSync(upload, 'name: uploaded\ncommand: [/bin/true]\nretries: 3\n');
+    await page.setInputFiles('#yaml-file', upload);
+    await page.waitForFunction(() => document.getElementById('yaml').value.startsWith('name: uploaded'));
+    await page.click('button[type="submit"]');
+    await page.waitForSelector('#problems li button.pos:text-matches("^my-job\\.yaml:3:1$")');
     assert.equal((await daemon.api('GET', '/v1/jobs')).body.total, 2, 'nothing was submitted');
+
+    step('a valid job file submitted from the page opens its job page');
+    await page.fill('#yaml', `name: from-the-page\ncommand: [${PYTHON}, -c, "print('hello from the page')"]\n`);
+    await page.click('button[type="submit"]');
+    await page.waitForURL(/\/jobs\/3$/);
+    await page.waitForSelector('.head-badge .state-succeeded', { timeout: 60000 });
+    await waitFor('the job\'s output in its log', 10000, async () => /hello from the page/.test(await page.textContent('#log')));
 
     step('the host page');
     await page.click('nav a[href="/host"]');
