@@ -1,5 +1,5 @@
 // The daemon's CLI clients: `ddp-launch submit FILE`, `list`, `status ID`, `logs ID [-f]
-// [--rank N]`, `cancel ID`. They talk HTTP to the daemon's unix socket.
+// [--rank N]`, `cancel ID`, `ui [--open]`. They talk HTTP to the daemon's unix socket.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/subprocess.hpp"
 #include "jobs/api_client.hpp"
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"
+#include "jobs/dashboard/session.hpp"
 
 namespace ddp::cli {
 
@@ -214,11 +216,48 @@ Command add_cancel_command(CLI::App& app) {
           }};
 }
 
+// The dashboard's URL with the token (`ddp-launch ui`), for the daemon the socket leads to: its
+// TCP address from GET /v1/daemon, its token from its state directory (readable by its owner only).
+Command add_ui_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("ui", "Print the web dashboard's login URL of the running daemon (--listen)");
+  auto socket = std::make_shared<std::string>();
+  auto open = std::make_shared<bool>(false);
+  sub->add_flag("--open", *open, "Also open it in the desktop's browser (xdg-open)");
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            jobs::ApiClient client(socket_of(*socket));
+            auto daemon = checked(client.request("GET", "/v1/daemon"));
+            if (!daemon["tcp"].is_object()) {
+              throw Error(fmt::format(
+                  "the daemon (pid {}) serves no TCP address, so no dashboard: restart it with `ddp-launch daemon "
+                  "--listen 127.0.0.1:8470` (any HOST:PORT)",
+                  daemon["pid"].get<long long>()));
+            }
+            auto token_file = fs::path(daemon["state_dir"].get<std::string>()) / "token";
+            std::ifstream in(token_file);
+            std::string token;
+            if (!in || !std::getline(in, token) || token.empty()) {
+              throw Error(fmt::format("cannot read the daemon's token {} (run `ddp-launch ui` as the daemon's user)",
+                                      token_file.string()));
+            }
+            auto url = jobs::dashboard::dashboard_url(daemon["tcp"]["host"].get<std::string>(),
+                                                      daemon["tcp"]["port"].get<std::uint16_t>(), token);
+            std::cout << url << std::endl;
+            if (!*open) return 0;
+            auto r = run_command({"xdg-open", url}, std::chrono::seconds(15));
+            if (!r.ok()) {
+              throw Error(fmt::format("xdg-open could not open the URL ({}); open the URL above in a browser",
+                                      r.started ? r.output.substr(0, 300) : r.start_error));
+            }
+            return 0;
+          }};
+}
+
 }  // namespace
 
 std::vector<Command> add_job_client_commands(CLI::App& app) {
-  return {add_submit_command(app), add_list_command(app), add_status_command(app), add_logs_command(app),
-          add_cancel_command(app)};
+  return {add_submit_command(app), add_list_command(app),   add_status_command(app),
+          add_logs_command(app),   add_cancel_command(app), add_ui_command(app)};
 }
 
 }  // namespace ddp::cli
