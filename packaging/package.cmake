@@ -96,7 +96,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # What some commands use when present (run's Python workers, hang stacks, report --out x.png,
 # sbatch), none needed to install or to start the daemon.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, gdb, librsvg2-bin, slurm-client")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, gdb, librsvg2-bin, slurm-client, xdg-utils")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/debian/postinst ${CMAKE_CURRENT_LIST_DIR}/debian/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)

@@ -89,7 +89,8 @@ def test_contents_are_the_binary_units_docs_and_nothing_else():
                       "/usr/share/doc/ddp-launch/README.md"}
     check(expected_fixed <= set(files), f"missing: {sorted(expected_fixed - set(files))}")
     others = [f for f in files if f not in expected_fixed and not re.match(
-        r"^/usr/share/(man/man1/ddp-launch(-[a-z]+)?\.1\.gz|doc/ddp-launch/docs/[A-Za-z_.-]+\.(md|json))$", f)]
+        r"^/usr/share/(man/man1/ddp-launch(-[a-z]+)?\.1\.gz|doc/ddp-launch/docs/[A-Za-z_.-]+\.(md|json)"
+        r"|doc/ddp-launch/docs/images/[A-Za-z_.-]+\.png)$", f)]
     check(not others, f"unexpected files in the package: {others}")
     check(files["/usr/bin/ddp-launch"].mode & 0o777 == 0o755, "the binary is not mode 0755")
     check(all(m.uname == "root" and m.gname == "root" for m in files.values()), "files not owned by root:root")
