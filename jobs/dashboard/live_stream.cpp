@@ -200,10 +200,13 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
     // Read on until the file has nothing more, as `logs -f` does: more may be waiting, and only at
     // its end does the follower look for a restart's newer file.
     if (!fresh.empty()) plan_.backlog(Topic::Log, now);
-    std::string chunk = carry_ + fresh;
-    carry_.clear();
+    std::string raw = carry_ + fresh;
+    auto shown = terminal_text(raw);
+    std::string& chunk = shown.text;
     auto whole = utf8_complete_prefix(chunk);
-    carry_ = chunk.substr(whole);
+    // Both wait for the next chunk: the end of a UTF-8 character (never changed by terminal_text),
+    // then an unfinished control sequence.
+    carry_ = chunk.substr(whole) + raw.substr(shown.consumed);
     chunk.resize(whole);
     if (chunk.empty() && !first_log_) return;
     frame_ += sse_message("log", dump({{"text", chunk}, {"reset", first_log_}}));

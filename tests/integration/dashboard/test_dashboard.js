@@ -13,122 +13,16 @@
 // CSRF refusal; 1280x800 and phone width without horizontal scrolling; keyboard reachable; no
 // console error anywhere. Screenshots: <build>/test-artifacts/dashboard/*.png.
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
+const {
+  PYTHON, CHROMIUM, CHROMIUM_ARGS, ARTIFACTS, ENV, playwright, step, sleep, waitFor, alive, request, Daemon,
+  consoleErrors, watchConsole,
+} = require('./browser_harness.js');
 
-const ENV = (name, fallback) => process.env[name] || fallback;
-const DDP_LAUNCH = path.resolve(ENV('DDP_LAUNCH', 'build/bin/ddp-launch'));
-const PYTHON = ENV('DDP_TEST_PYTHON', '/usr/bin/python3');
-const CHROMIUM = ENV('DDP_CHROMIUM', '/usr/bin/chromium');
-const ARTIFACTS = ENV('DDP_ARTIFACTS', path.resolve('test-artifacts/dashboard'));
 const WORKER = path.join(__dirname, 'loss_worker.py');
 const TORCH_TIMEOUT = 150000;  // torch imports take 10-30 s per rank on a loaded 2-core machine
-
-let playwright;
-try {
-  playwright = require(path.join(ENV('DDP_NODE_MODULES', 'build/jobs/dashboard/npm/node_modules'), 'playwright-core'));
-} catch (e) {
-  console.error(`playwright-core is missing (${e.message}): the build installs it with npm ci (jobs/dashboard).`);
-  process.exit(1);
-}
-if (!fs.existsSync(CHROMIUM)) {
-  console.error(`${CHROMIUM} is missing: ./packaging/install-deps.sh installs Debian's chromium.`);
-  process.exit(1);
-}
-
-const step = (what) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${what}`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, timeoutMs, fn) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await sleep(200);
-  }
-}
-
-function alive(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
-  } catch (e) {
-    return false;
-  }
-}
-
-// One HTTP request to the daemon's TCP address: {status, headers, body} (JSON parsed when it is).
-function request(port, method, target, { headers = {}, body } = {}) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: target, headers, timeout: 30000 }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => { data += c; });
-      res.on('end', () => {
-        let parsed = data;
-        if ((res.headers['content-type'] || '').includes('json')) parsed = JSON.parse(data);
-        resolve({ status: res.statusCode, headers: res.headers, body: parsed });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${target}: no answer in 30 s`)));
-    req.on('error', reject);
-    if (body !== undefined) req.write(body);
-    req.end();
-  });
-}
-
-class Daemon {
-  constructor(dir, env) {
-    this.dir = dir;
-    this.state = path.join(dir, 'state');
-    this.log = fs.openSync(path.join(dir, 'daemon.log'), 'a');
-    this.proc = spawn(DDP_LAUNCH, ['daemon', '--state-dir', this.state, '--socket', path.join(dir, 'd.sock'),
-      '--listen', '127.0.0.1:0', '--slots', '4'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', this.log] });
-  }
-
-  async ready() {
-    const lines = readline.createInterface({ input: this.proc.stdout });
-    const line = await Promise.race([
-      new Promise((resolve) => lines.on('line', (l) => { if (l.startsWith('listening unix=')) resolve(l); })),
-      sleep(30000).then(() => { throw new Error('the daemon printed no ready line within 30 s'); }),
-    ]);
-    this.port = Number(/tcp=127\.0\.0\.1:(\d+)/.exec(line)[1]);
-    this.token = fs.readFileSync(path.join(this.state, 'token'), 'utf8').trim();
-    this.base = `http://127.0.0.1:${this.port}`;
-    return this;
-  }
-
-  api(method, target, body, headers = {}) {
-    return request(this.port, method, target, { body, headers: { Authorization: `Bearer ${this.token}`, ...headers } });
-  }
-
-  async submit(yaml) {
-    const r = await this.api('POST', '/v1/jobs', yaml, { 'X-Ddp-File': 'job.yaml' });
-    assert.equal(r.status, 201, `submit: ${JSON.stringify(r.body)}`);
-    return r.body.id;
-  }
-
-  async job(id) { return (await this.api('GET', `/v1/jobs/${id}`)).body; }
-
-  async stop() {
-    if (this.proc.exitCode === null) {
-      this.proc.kill('SIGTERM');
-      await Promise.race([new Promise((r) => this.proc.once('exit', r)), sleep(10000)]);
-    }
-    // Whatever supervisor is left (a failed test): its process group.
-    for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-      try {
-        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-        if (argv[1] === 'run' && argv.some((a) => a.startsWith(this.state))) process.kill(-Number(pid), 'SIGKILL');
-      } catch (e) { /* gone */ }
-    }
-  }
-}
 
 // A 2-rank job of loss_worker.py that runs until `gate` exists.
 function jobYaml(name, gate, { gpus = 0, metrics = false } = {}) {
@@ -136,13 +30,6 @@ function jobYaml(name, gate, { gpus = 0, metrics = false } = {}) {
     `resources: {nproc_per_node: 2, gpus_per_node: ${gpus}}\n` +
     `distributed: {backend: gloo, shutdown_grace: 3s}\n` +
     (metrics ? `metrics: {loss: 'loss=([0-9.eE+-]+)'}\n` : '');
-}
-
-// The browser's console errors and page errors: any one fails the test.
-const consoleErrors = [];
-function watchConsole(page, name) {
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`${name}: console: ${m.text()}`); });
-  page.on('pageerror', (e) => consoleErrors.push(`${name}: page error: ${e.message}`));
 }
 
 async function shot(page, name) {
@@ -186,11 +73,7 @@ async function main() {
   try {
     await daemon.ready();
     step(`daemon on ${daemon.base}`);
-    browser = await playwright.chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-    });
+    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
     const page = await context.newPage();
     watchConsole(page, 'desktop');
