@@ -1,6 +1,6 @@
 """A rank that writes what a careless or hostile program writes, for the dashboard's hostile browser
 test: once the gate file (argv[1]) exists, a 1 MB line without a newline (in pieces, as a live
-page receives it), markup that would run script if parsed (argv[2]: the text to put in it), colour
+page receives it) that goes on only once argv[1] + "-2" exists, then markup that would run script if parsed (argv[2]: the text to put in it), colour
 codes, a progress bar's carriage returns, bytes that are not UTF-8, a NUL, metric lines, markup on
 stderr, then END-OF-LOG; it fails with an error file whose message is markup too (the job's
 reason and its timeline's root cause)."""
@@ -13,13 +13,22 @@ gate, markup = sys.argv[1], sys.argv[2]
 out = sys.stdout.buffer
 out.write(b"ready\n")
 out.flush()
-deadline = time.monotonic() + 120
-while not os.path.exists(gate) and time.monotonic() < deadline:
-    time.sleep(0.1)
+
+
+def wait_for(path):
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+wait_for(gate)
 for _ in range(16):
     out.write(b"x" * 65536)
     out.flush()
     time.sleep(0.05)
+out.write(b"MID-LINE")
+out.flush()
+wait_for(gate + "-2")
 out.write(b"\n")
 out.write(markup.replace("TAG", "log").encode() + b"\n")
 out.write(b"\x1b[1;31mRED\x1b[0m \x1b]0;a window title\x07coloured\n")

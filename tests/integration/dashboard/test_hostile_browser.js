@@ -99,6 +99,10 @@ async function xssEverywhere(browser, daemon, dir) {
   await page.goto(`${daemon.base}/jobs/${id}`);
   await waitFor('the rank\'s first line in the page\'s log', 60000, async () => (await text(page, '#log')).includes('ready'));
   fs.writeFileSync(gate, '');
+  await waitFor('the end of 1 MB without a newline in the page\'s log', 60000, async () => (await text(page, '#log')).endsWith('MID-LINE'));
+  const long = (await text(page, '#log')).length;
+  assert.ok(long <= LOG_KEEP, `in the middle of a 1 MB line the page keeps ${long} characters of log (at most ${LOG_KEEP})`);
+  fs.writeFileSync(`${gate}-2`, '');
   await waitFor('END-OF-LOG in the page\'s log', 60000, async () => (await text(page, '#log')).includes('END-OF-LOG'));
   const log = await text(page, '#log');
   assert.ok(log.length <= LOG_KEEP, `the page keeps ${log.length} characters of log (at most ${LOG_KEEP})`);
@@ -224,8 +228,8 @@ async function tokenNotInTheProfile(daemon, dir) {
   await page.waitForSelector('h1:text("Host")');
   await page.waitForTimeout(500);
   await context.close();
-  const code = new URL(link).searchParams.get('login');
-  assert.ok(filesHolding(profile, code).length > 0, 'the history kept the URL it was given (the probe reads the right files)');
+  const given = new URL(link).search.slice(1);  // login=CODE (token=TOKEN before the one-time links)
+  assert.ok(filesHolding(profile, given).length > 0, 'the history kept the URL it was given (the probe reads the right files)');
   assert.deepEqual(filesHolding(profile, daemon.token), [], 'the daemon\'s token in the browser profile');
   const again = await request(daemon.port, 'GET', new URL(link).pathname + new URL(link).search);
   assert.equal(again.status, 401, 'the URL the history kept logs in no more');
