@@ -7,7 +7,9 @@
   many public requests (login page, files) it makes; a wrong token or login link closes it at once;
 - every reply (API JSON, logs, errors) carries `Cache-Control: no-store` and the security headers;
 - a cookie of the session's name set by another port's page (cookies are per host) does not hide
-  the session; a logout ends the live streams the session opened;
+  the session; every state-changing route refuses a session's request without its CSRF token or
+  from another origin, whatever its Content-Type; a planted session id is never adopted; a logout
+  ends the live streams the session opened;
 - path traversal, huge headers, bodies and uploads, slow headers, malformed live-stream queries,
   many live streams at once: a clear 4xx or 503, the unix socket keeps answering, and the daemon,
   its running job and its job database are intact afterwards.
@@ -26,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "jobs"))
 
 from daemon_harness import Daemon  # noqa: E402
 from harness import PYTHON, TestFailure, check, run_tests  # noqa: E402
-from test_live_stream import EventReader  # noqa: E402
+from test_live_stream import EventReader, rss_kib  # noqa: E402
 
 AUTH_TIMEOUT = 2  # --tcp-auth-timeout of the daemon below
 MAX_TCP = 120     # --max-tcp-connections of the daemon below
@@ -235,6 +237,37 @@ def test_a_shadowing_cookie_does_not_log_out():
         check(status == 200, f"Cookie {junk[:50]}…: /v1/host {status}")
 
 
+def test_csrf_on_every_state_changing_route():
+    b = BOX
+    cookie, csrf = b.login()
+    origin = f"http://127.0.0.1:{b.port}"
+    jobs_before = b.d.request("GET", "/v1/jobs")[1]["total"]
+    routes = [("POST", "/v1/jobs", "name: csrf\ncommand: [/bin/true]\n"), ("POST", "/v1/jobs/validate", "name: x\n"),
+              ("POST", f"/v1/jobs/{b.job}/cancel", ""), ("POST", "/v1/dashboard/login-link", ""),
+              ("POST", "/logout", ""), ("PUT", "/v1/jobs", "x"), ("DELETE", f"/v1/jobs/{b.job}", ""),
+              ("PATCH", f"/v1/jobs/{b.job}", "x")]
+    forged = [{}, {"Origin": origin}, {"Origin": "http://evil.example"}, {"Origin": "null"},
+              {"Origin": f"http://127.0.0.1:{b.port + 1}", "X-CSRF-Token": csrf},  # another port: same site
+              {"X-CSRF-Token": csrf[:-1] + ("0" if csrf[-1] != "0" else "1")}, {"X-CSRF-Token": ""}]
+    for method, target, body in routes:
+        for extra in forged:
+            for ctype in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]:
+                status, _, answer = request(b.port, method, target,
+                                            {"Cookie": cookie, "Content-Type": ctype, **extra}, body=body)
+                check(status == 403, f"{method} {target} {extra} {ctype}: {status} {answer[:120]}")
+    check(b.d.request("GET", "/v1/jobs")[1]["total"] == jobs_before, "nothing was submitted")
+    check(b.d.job(b.job)["state"] == "RUNNING", "nothing was cancelled")
+    status, _, _ = request(b.port, "GET", "/v1/host", {"Cookie": cookie})
+    check(status == 200, "the session is still open (the forged logouts did nothing)")
+    # Session fixation: a cookie value the daemon did not issue is never adopted; a login issues a new one.
+    name = cookie.split("=")[0]
+    planted = f"{name}={'ab' * 32}"
+    status, headers, _ = request(b.port, "GET", f"/?token={b.token}", {"Cookie": planted})
+    check(status == 303 and headers["Set-Cookie"].split(";")[0] != planted, "a login keeps a planted session id")
+    status, _, _ = request(b.port, "GET", "/v1/host", {"Cookie": planted})
+    check(status == 401, f"the planted session id: {status}")
+
+
 def test_logout_ends_the_sessions_live_streams():
     b = BOX
     cookie, csrf = b.login()
@@ -340,6 +373,7 @@ def test_many_live_streams_keep_the_unix_socket_answering():
     b = BOX
     pid = b.d.proc.pid
     before = fd_count(pid)
+    rss_before = rss_kib(pid)
     socks = []
     for _ in range(MAX_TCP + 30):
         s = socket.create_connection(("127.0.0.1", b.port))
@@ -357,6 +391,8 @@ def test_many_live_streams_keep_the_unix_socket_answering():
     took = time.monotonic() - start
     check(status == 200 and took < 2, f"the unix socket under {MAX_TCP} streams: {status} in {took:.2f} s")
     during = fd_count(pid)
+    print(f"{MAX_TCP} live streams: {during - before} more descriptors, RSS {rss_kib(pid) - rss_before} KiB more")
+    check(rss_kib(pid) - rss_before < 32 * 1024, f"{MAX_TCP} streams cost {rss_kib(pid) - rss_before} KiB")
     # Each stream: its socket and the log it follows (inotify is shared).
     check(during - before <= 2 * MAX_TCP + 10, f"{during - before} more descriptors for {MAX_TCP} streams")
     for s in socks:
@@ -381,7 +417,9 @@ def test_the_daemon_and_its_jobs_are_intact():
         check(rows.get(b.job) == "RUNNING", f"jobs.db: {rows}")
     finally:
         db.close()
-    check("Traceback" not in b.d.log() and "internal error" not in b.d.log(), "the daemon logged no internal error")
+    log = b.d.log()
+    check("Traceback" not in log and "internal error" not in log, "the daemon logged no internal error")
+    check(b.token not in log, "the daemon's log holds its token (it was sent in URLs and forms above)")
 
 
 def main():
@@ -390,7 +428,8 @@ def main():
     try:
         run_tests([test_head_options_unknown_methods_http10, test_dns_rebinding_host_header,
                    test_auth_deadline_counts_from_the_connection, test_every_reply_is_uncached_and_hardened,
-                   test_a_shadowing_cookie_does_not_log_out, test_logout_ends_the_sessions_live_streams,
+                   test_a_shadowing_cookie_does_not_log_out, test_csrf_on_every_state_changing_route,
+                   test_logout_ends_the_sessions_live_streams,
                    test_traversal_limits_and_slow_clients, test_many_live_streams_keep_the_unix_socket_answering,
                    test_the_daemon_and_its_jobs_are_intact])
     finally:
