@@ -134,7 +134,30 @@ function watchConsole(page, name) {
   page.on('pageerror', (e) => consoleErrors.push(`${name}: page error: ${e.message}`));
 }
 
+// Runs body({daemon, browser}) against a daemon started in `dir` (new Daemon(dir, env, options)) and a
+// headless chromium; stops both whatever happens, prints the console errors, and removes `dir` when
+// body succeeded (else prints where it is and the daemon's log tail).
+async function withDaemonAndBrowser(dir, env, options, body) {
+  const daemon = new Daemon(dir, env, options);
+  let browser;
+  let passed = false;
+  try {
+    await daemon.ready();
+    step(`daemon on ${daemon.base}`);
+    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    await body({ daemon, browser });
+    passed = true;
+    step('passed');
+  } finally {
+    if (browser) await browser.close();
+    await daemon.stop();
+    if (consoleErrors.length) console.error(consoleErrors.join('\n'));
+    if (!passed) console.error(`daemon log (${dir}):\n${daemon.tail()}`);
+    else fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 module.exports = {
   ENV, DDP_LAUNCH, PYTHON, CHROMIUM, CHROMIUM_ARGS, ARTIFACTS, playwright, step, sleep, waitFor, alive, request,
-  Daemon, consoleErrors, watchConsole,
+  Daemon, consoleErrors, watchConsole, withDaemonAndBrowser,
 };

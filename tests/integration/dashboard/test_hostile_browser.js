@@ -24,8 +24,8 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  DDP_LAUNCH, PYTHON, CHROMIUM, CHROMIUM_ARGS, playwright, step, waitFor, request, Daemon, consoleErrors,
-  watchConsole,
+  DDP_LAUNCH, PYTHON, CHROMIUM, CHROMIUM_ARGS, playwright, step, waitFor, request, consoleErrors, watchConsole,
+  withDaemonAndBrowser,
 } = require('./browser_harness.js');
 
 const WORKER = path.join(__dirname, 'hostile_worker.py');
@@ -239,27 +239,14 @@ async function tokenNotInTheProfile(daemon, dir) {
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ddp-dashboard-hostile-'));
-  const daemon = new Daemon(dir, {}, { wrap: HOSTNAME_WRAP });
-  let browser;
-  let passed = false;
-  try {
-    await daemon.ready();
-    step(`daemon on ${daemon.base}`);
-    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  await withDaemonAndBrowser(dir, {}, { wrap: HOSTNAME_WRAP }, async ({ daemon, browser }) => {
     const hostileId = await xssEverywhere(browser, daemon, dir);
     await crossPortPage(browser, daemon, dir, hostileId);
     await tokenNotInTheProfile(daemon, dir);
-    // The refused requests and the framing show up as console errors on the other page only.
+    // The refused requests show up as console errors on the pages that made them.
     const ours = consoleErrors.filter((e) => !/Failed to load resource|the server responded with a status of (401|403)/.test(e));
     assert.deepEqual(ours, [], 'console errors');
-    passed = true;
-    step('passed');
-  } finally {
-    if (browser) await browser.close();
-    await daemon.stop();
-    if (!passed) console.error(`daemon log (${dir}):\n${daemon.tail()}`);
-    else fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((e) => {
