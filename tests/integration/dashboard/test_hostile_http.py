@@ -178,7 +178,7 @@ def test_auth_deadline_counts_from_the_connection():
     try:
         # Public requests every 0.3 s: before the fix each one re-armed the deadline.
         closed = False
-        while time.monotonic() - start < AUTH_TIMEOUT + 4:
+        while time.monotonic() - start < AUTH_TIMEOUT + 8:
             try:
                 s.sendall(f"GET /assets/favicon.svg HTTP/1.1\r\nHost: 127.0.0.1:{b.port}\r\n\r\n".encode())
             except (BrokenPipeError, ConnectionResetError):
@@ -188,7 +188,7 @@ def test_auth_deadline_counts_from_the_connection():
                 closed = True
                 break
         took = time.monotonic() - start
-        check(closed and took < AUTH_TIMEOUT + 2, f"an unauthenticated client fetching files held its connection "
+        check(closed and took < AUTH_TIMEOUT + 5, f"an unauthenticated client fetching files held its connection "
                                                   f"{took:.1f} s (--tcp-auth-timeout {AUTH_TIMEOUT})")
     finally:
         s.close()
@@ -198,7 +198,7 @@ def test_auth_deadline_counts_from_the_connection():
         s = socket.create_connection(("127.0.0.1", b.port))
         body = b"token=x" if req.startswith(b"POST") else b""
         s.sendall(req + f"Host: 127.0.0.1:{b.port}\r\n\r\n".encode() + body)
-        check(closed_within(s, 1.0), f"{req.splitlines()[0]!r}: still open after a failed login")
+        check(closed_within(s, 5.0), f"{req.splitlines()[0]!r}: still open after a failed login")
         s.close()
 
 
@@ -352,7 +352,7 @@ def test_traversal_limits_and_slow_clients():
         if closed_within(s, 0.1):
             closed = True
             break
-    check(closed and time.monotonic() - start < AUTH_TIMEOUT + 2, "a slow header held its connection")
+    check(closed and time.monotonic() - start < AUTH_TIMEOUT + 5, "a slow header held its connection")
     s.close()
     # The live stream's query and Last-Event-ID: bad ones are 400, odd ones harmless.
     for query, want in [("view=job&job=abc", 400), ("view=job&job=99999999999999999999", 400),
@@ -389,7 +389,7 @@ def test_many_live_streams_keep_the_unix_socket_answering():
     start = time.monotonic()
     status, body = b.d.request("GET", "/v1/jobs")
     took = time.monotonic() - start
-    check(status == 200 and took < 2, f"the unix socket under {MAX_TCP} streams: {status} in {took:.2f} s")
+    check(status == 200 and took < 5, f"the unix socket under {MAX_TCP} streams: {status} in {took:.2f} s")
     during = fd_count(pid)
     print(f"{MAX_TCP} live streams: {during - before} more descriptors, RSS {rss_kib(pid) - rss_before} KiB more")
     check(rss_kib(pid) - rss_before < 32 * 1024, f"{MAX_TCP} streams cost {rss_kib(pid) - rss_before} KiB")
