@@ -155,6 +155,19 @@ RouteResult route_request(const HttpRequest& req, const Target& t, const RouteCo
     require_method(req, http::verb::get);
     return reply(json_response(200, ctx.daemon));
   }
+  if (s == std::vector<std::string>{"v1", "dashboard", "login-link"}) {
+    require_method(req, http::verb::post);
+    if (!ctx.gate) {
+      throw ApiError(409,
+                     "the daemon serves no TCP address, so no dashboard: restart it with `ddp-launch daemon "
+                     "--listen 127.0.0.1:8470` (any HOST:PORT)");
+    }
+    auto now = std::chrono::steady_clock::now();
+    auto code = ctx.gate->mint_login_code(now);
+    return reply(json_response(
+        201, {{"code", code},
+              {"expires_in_s", std::chrono::duration_cast<std::chrono::seconds>(ctx.gate->login_link_ttl()).count()}}));
+  }
   if (s.size() < 2 || s[0] != "v1" || s[1] != "jobs") {
     throw ApiError(404, fmt::format("no such endpoint: {} (see GET /v1/jobs, POST /v1/jobs, /metrics)",
                                     std::string(req.target())));

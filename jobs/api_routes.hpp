@@ -10,6 +10,7 @@
 #include <string>
 
 #include "jobs/api_request.hpp"
+#include "jobs/dashboard/gate.hpp"
 #include "jobs/dashboard/live_frames.hpp"
 #include "jobs/job_manager.hpp"
 
@@ -31,6 +32,7 @@ struct RouteContext {
   JobManager& jobs;
   std::uint64_t http_requests;   // so far, for GET /metrics
   const nlohmann::json& daemon;  // GET /v1/daemon
+  dashboard::Gate* gate;         // POST /v1/dashboard/login-link; nullptr without --listen
 };
 
 // Throws ApiError, JobError or JobSpecError for the session to answer (error_response).

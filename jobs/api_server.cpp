@@ -45,6 +45,18 @@ struct TcpAdmission {
   dashboard::Gate* gate = nullptr;
 };
 
+// What every reply carries unless it says otherwise: the dashboard's security headers, and no
+// caching (the API's JSON holds job files, environments and logs: none of it belongs on the disk
+// cache of a browser that read it with a session).
+template <class Response>
+void harden(Response& res) {
+  for (auto [k, v] : dashboard::security_headers()) {
+    beast::string_view name(k.data(), k.size());
+    if (res.find(name) == res.end()) res.set(name, beast::string_view(v.data(), v.size()));
+  }
+  if (res.find(http::field::cache_control) == res.end()) res.set(http::field::cache_control, "no-store");
+}
+
 // n hex digits from the kernel's CSPRNG: the dashboard's session secrets.
 std::string random_hex(std::size_t n) {
   std::string bytes((n + 1) / 2, '\0');
@@ -88,6 +100,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
         http_requests_(std::move(http_requests)),
         shared_(shared),
         tcp_(std::move(tcp)),
+        auth_deadline_(std::chrono::steady_clock::now() + tcp_.auth_timeout),
         idle_(socket_.get_executor()) {}
   // No follower close() here: the io_context may outlive the JobManager at shutdown; the callbacks
   // left behind by a session that was not closed hold only weak pointers to it.
@@ -103,9 +116,14 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     parser_.emplace();
     parser_->body_limit(kMaxRequestBody);
     parser_->header_limit(16 * 1024);
-    // Until it has authenticated, a TCP client gets a short deadline: idle connections that never
-    // say who they are must not hold descriptors for a minute each.
-    idle_.expires_after(tcp_.gate && !authenticated_ ? tcp_.auth_timeout : kIdleTimeout);
+    // Until it has authenticated, a TCP client has one deadline, counted from its connection (not
+    // from its last request: fetching the login page or a file every few seconds must not hold a
+    // place in --max-tcp-connections for ever).
+    if (tcp_.gate && !authenticated_) {
+      idle_.expires_at(auth_deadline_);
+    } else {
+      idle_.expires_after(kIdleTimeout);
+    }
     idle_.async_wait([weak = this->weak_from_this()](boost::system::error_code ec) {
       if (ec) return;
       if (auto self = weak.lock()) self->close();  // a client that sends nothing is dropped
@@ -142,6 +160,10 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
   void handle(http::request<http::string_body>& req) {
     bool keep_alive = req.keep_alive();
+    // HEAD is its GET without the body (RFC 9110 §9.3.2): a body after a HEAD's headers would be
+    // read as the start of the next response on this connection.
+    head_ = req.method() == http::verb::head;
+    if (head_) req.method(http::verb::get);
     Response res;
     try {
       auto t = parse_target(std::string_view(req.target().data(), req.target().size()));
@@ -149,14 +171,19 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
         res = json_response(200, {{"ok", true}});
       } else {
         if (tcp_.gate && admit(req, keep_alive)) return;  // the gate answered (a page, a file, a redirect)
-        auto r = route_request(req, t, {jobs_, *http_requests_, shared_.daemon});
+        auto r = route_request(req, t, {jobs_, *http_requests_, shared_.daemon, shared_.gate});
+        if (head_ && r.kind != RouteResult::Kind::Reply) {
+          r = {};
+          r.response = error_response(405, "a stream has no HEAD; use GET");
+          r.response.set(http::field::allow, "GET");
+        }
         switch (r.kind) {
           case RouteResult::Kind::Reply: res = std::move(r.response); break;
           case RouteResult::Kind::FollowLog: return start_follow(r.job, r.rank, r.stream);
           case RouteResult::Kind::Live:
             idle_.cancel();
             return dashboard::start_live_stream(std::move(socket_), jobs_, shared_.metrics, r.view,
-                                                std::move(tcp_.slot));
+                                                std::move(tcp_.slot), session_still_open());
         }
       }
     } catch (const ApiError& e) {
@@ -179,14 +206,26 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   bool admit(http::request<http::string_body>& req, bool& keep_alive) {
     auto a = tcp_.gate->admit(web_request(req), std::chrono::steady_clock::now());
     if (a.authenticated) authenticated_ = true;
+    session_ = std::move(a.session);
     switch (a.kind) {
-      case dashboard::Admission::Kind::Reply: send_web(std::move(a.reply), !keep_alive); return true;
+      case dashboard::Admission::Kind::Reply:
+        if (a.reply.status == 401) keep_alive = false;  // a wrong token or login link: no second try here
+        send_web(std::move(a.reply), !keep_alive);
+        return true;
       case dashboard::Admission::Kind::Refused:
         if (a.status == 401) keep_alive = false;  // a client that failed to authenticate gets no second try here
         throw ApiError(a.status, a.message);
       case dashboard::Admission::Kind::Api: return false;
     }
     return false;
+  }
+
+  // A live stream opened by a browser session lasts as long as the session: a logout (or its expiry)
+  // ends it. One opened with the bearer token lasts as long as its connection.
+  dashboard::StillAllowed session_still_open() const {
+    if (session_.empty()) return {};
+    return
+        [gate = tcp_.gate, session = session_](dashboard::TimePoint now) { return gate->session_open(session, now); };
   }
 
   void send_web(dashboard::WebReply reply, bool close_after) {
@@ -199,7 +238,13 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   void send(Response res, bool close_after) {
     res.keep_alive(!close_after);
     res.set(http::field::server, "ddp-launch");
+    harden(res);
     res.prepare_payload();
+    if (head_) {
+      auto length = res.body().size();
+      res.body().clear();
+      if (res.find(http::field::content_length) != res.end()) res.content_length(length);
+    }
     auto sp = std::make_shared<Response>(std::move(res));
     http::async_write(socket_, *sp,
                       [self = this->shared_from_this(), sp, close_after](beast::error_code ec, std::size_t) {
@@ -218,6 +263,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     auto res = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
     res->set(http::field::content_type, "text/plain; charset=utf-8");
     res->set(http::field::server, "ddp-launch");
+    harden(*res);
     res->keep_alive(false);
     res->chunked(true);
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
@@ -292,6 +338,9 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   ApiServer::Shared& shared_;
   TcpAdmission tcp_;  // TCP only: its gate (every request passes it) and its place in the cap
   bool authenticated_ = false;
+  std::chrono::steady_clock::time_point auth_deadline_;  // TCP: an authenticated request by then, or closed
+  std::string session_;                                  // the dashboard session of the last request, if any
+  bool head_ = false;                                    // the request being answered is a HEAD
   asio::steady_timer idle_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -345,7 +394,8 @@ std::uint16_t ApiServer::listen_tcp(const std::string& host, std::uint16_t port,
   if (ec) throw Error(fmt::format("cannot listen on {}:{}: {}", host, port, ec.message()));
   tcp_->listen();
   auto bound = tcp_->local_endpoint().port();
-  gate_.emplace(std::move(token), bound, random_hex);
+  gate_.emplace(std::move(token), bound, ep.address().is_loopback(), random_hex);
+  shared_.gate = &*gate_;
   shared_.daemon["tcp"] = {{"host", host}, {"port", bound}};
   accept_tcp();
   return bound;

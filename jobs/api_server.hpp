@@ -12,6 +12,7 @@
 //   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in each rank's output
 //   GET  /v1/host                      slots, GPUs and their jobs, the queue, jobs by state
 //   GET  /v1/daemon                    pid, state directory, TCP address (`ddp-launch ui`)
+//   POST /v1/dashboard/login-link      → 201 {"code", "expires_in_s"}: a one-time login (`ddp-launch ui`)
 //   GET  /metrics                      Prometheus text
 //   GET  /healthz
 //   GET  /ui/events?view=…             the dashboard's live stream (Server-Sent Events, dashboard/live_stream.hpp)
@@ -19,7 +20,10 @@
 // are admitted by ApiLimits (api_policy.hpp): a cap (503 beyond it) and a deadline for an
 // authenticated request; the unix socket has neither. On TCP the web dashboard is served too, and
 // every request passes its gate first (dashboard/gate.hpp: bearer token, or a browser session by
-// the token URL; CSRF for a session's state-changing requests).
+// a login link or the token; CSRF for a session's state-changing requests; the Host header). Every
+// reply carries the dashboard's security headers and `Cache-Control: no-store` unless it says
+// otherwise (job files, environments and logs stay out of browser caches); a HEAD is answered as
+// its GET without the body.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -46,6 +50,7 @@ class ApiServer {
     explicit Shared(JobManager& jobs) : metrics(jobs) {}
     dashboard::MetricsCache metrics;  // the live streams' charts
     nlohmann::json daemon;            // GET /v1/daemon
+    dashboard::Gate* gate = nullptr;  // with --listen: the unix socket's `ui` asks it for login links
   };
 
   ApiServer(boost::asio::io_context& io, JobManager& jobs, ApiLimits limits = {});

@@ -216,8 +216,8 @@ Command add_cancel_command(CLI::App& app) {
           }};
 }
 
-// The dashboard's URL with the token (`ddp-launch ui`), for the daemon the socket leads to: its
-// TCP address from GET /v1/daemon, its token from its state directory (readable by its owner only).
+// The dashboard's one-time login URL (`ddp-launch ui`), for the daemon the socket leads to (mode
+// 0600: its owner): its TCP address from GET /v1/daemon, a login code from POST /v1/dashboard/login-link.
 Command add_ui_command(CLI::App& app) {
   auto* sub = app.add_subcommand("ui", "Print the web dashboard's login URL of the running daemon (--listen)");
   auto socket = std::make_shared<std::string>();
@@ -233,16 +233,15 @@ Command add_ui_command(CLI::App& app) {
                   "--listen 127.0.0.1:8470` (any HOST:PORT)",
                   daemon["pid"].get<long long>()));
             }
-            auto token_file = fs::path(daemon["state_dir"].get<std::string>()) / "token";
-            std::ifstream in(token_file);
-            std::string token;
-            if (!in || !std::getline(in, token) || token.empty()) {
-              throw Error(fmt::format("cannot read the daemon's token {} (run `ddp-launch ui` as the daemon's user)",
-                                      token_file.string()));
-            }
+            // A one-time code, not the token: the browser keeps the URL it opens in its history,
+            // and xdg-open's browser shows it on its command line to every user of the host.
+            auto link = checked(client.request("POST", "/v1/dashboard/login-link"));
             auto url = jobs::dashboard::dashboard_url(daemon["tcp"]["host"].get<std::string>(),
-                                                      daemon["tcp"]["port"].get<std::uint16_t>(), token);
+                                                      daemon["tcp"]["port"].get<std::uint16_t>(),
+                                                      link["code"].get<std::string>());
             std::cout << url << std::endl;
+            std::cerr << fmt::format("(a one-time login link, valid {} min: run `ddp-launch ui` again for another)\n",
+                                     link["expires_in_s"].get<long long>() / 60);
             if (!*open) return 0;
             auto r = run_command({"xdg-open", url}, std::chrono::seconds(15));
             if (!r.ok()) {

@@ -41,12 +41,24 @@ constexpr std::string_view kNoCredentials =
 
 }  // namespace
 
-Gate::Gate(std::string token, std::uint16_t port, RandomHex random_hex, SessionLimits limits)
-    : token_(std::move(token)), cookie_(cookie_name(port)), random_hex_(std::move(random_hex)), sessions_(limits) {}
+Gate::Gate(std::string token, std::uint16_t port, bool loopback_only, RandomHex random_hex, SessionLimits limits)
+    : token_(std::move(token)),
+      cookie_(cookie_name(port)),
+      loopback_only_(loopback_only),
+      random_hex_(std::move(random_hex)),
+      sessions_(limits) {}
 
-const Session* Gate::session_of(const WebRequest& r, TimePoint now) {
-  auto value = cookie_value(r.cookie, cookie_);
-  return value ? sessions_.find(*value, now) : nullptr;
+std::pair<const Session*, std::string> Gate::session_of(const WebRequest& r, TimePoint now) {
+  for (auto& value : cookie_values(r.cookie, cookie_)) {
+    if (const auto* s = sessions_.find(value, now)) return {s, std::move(value)};
+  }
+  return {nullptr, ""};
+}
+
+std::string Gate::mint_login_code(TimePoint now) {
+  auto code = random_hex_(kValidatorHex);
+  links_.add(code, now);
+  return code;
 }
 
 WebReply Gate::open_session(std::string_view location, TimePoint now) {
@@ -55,6 +67,12 @@ WebReply Gate::open_session(std::string_view location, TimePoint now) {
 }
 
 Admission Gate::admit(const WebRequest& r, TimePoint now) {
+  if (!host_allowed(r.host, loopback_only_)) {
+    return refused(403, fmt::format("Host '{}' is not this daemon's address: it listens on a loopback address and "
+                                    "answers only to IP addresses and localhost (a page of another site whose name "
+                                    "resolves here must not reach it); open the URL `ddp-launch ui` prints",
+                                    r.host));
+  }
   auto t = parse_target(r.target);
   const auto& s = t.segments;
   const bool get = r.method == "GET";
@@ -78,6 +96,17 @@ Admission Gate::admit(const WebRequest& r, TimePoint now) {
 Admission Gate::page(const WebRequest& r, TimePoint now) {
   const std::string target(r.target);
   auto t = parse_target(target);
+  if (auto it = t.query.find("login"); it != t.query.end()) {
+    if (!links_.redeem(it->second, now)) {
+      return reply(login_page(401,
+                              "That login link was used already or has expired: run `ddp-launch ui` again for a new "
+                              "one, or paste the token.",
+                              safe_next(without_token(target))));
+    }
+    auto a = reply(open_session(safe_next(without_token(target)), now));
+    a.authenticated = true;
+    return a;
+  }
   if (auto it = t.query.find("token"); it != t.query.end()) {
     if (!constant_time_equal(it->second, token_)) {
       return reply(login_page(401, "That is not this daemon's token: open the URL `ddp-launch ui` prints.",
@@ -87,9 +116,10 @@ Admission Gate::page(const WebRequest& r, TimePoint now) {
     a.authenticated = true;
     return a;
   }
-  if (const auto* session = session_of(r, now)) {
+  if (auto [session, value] = session_of(r, now); session) {
     auto a = reply(app_page(session->csrf));
     a.authenticated = true;
+    a.session = std::move(value);
     return a;
   }
   return reply(login_page(200, "", safe_next(target)));
@@ -112,12 +142,12 @@ Admission Gate::login(const WebRequest& r, TimePoint now) {
 }
 
 Admission Gate::logout(const WebRequest& r, TimePoint now) {
-  const auto* session = session_of(r, now);
+  auto [session, value] = session_of(r, now);
   if (!session) return reply(redirect("/login", expired_cookie(cookie_)));
   if (auto v = check_csrf(*session, r.csrf_token, r.origin, r.host); v != CsrfVerdict::Ok) {
     return refused(403, csrf_problem(v));
   }
-  sessions_.close(*cookie_value(r.cookie, cookie_));
+  sessions_.close(value);
   return reply(redirect("/login", expired_cookie(cookie_)));
 }
 
@@ -130,7 +160,7 @@ Admission Gate::guarded(const WebRequest& r, TimePoint now) {
     a.authenticated = true;
     return a;
   }
-  const auto* session = session_of(r, now);
+  auto [session, value] = session_of(r, now);
   if (!session) return refused(401, std::string(kNoCredentials));
   if (changes_state(r.method)) {
     if (auto v = check_csrf(*session, r.csrf_token, r.origin, r.host); v != CsrfVerdict::Ok) {
@@ -140,6 +170,7 @@ Admission Gate::guarded(const WebRequest& r, TimePoint now) {
     }
   }
   a.authenticated = true;
+  a.session = std::move(value);
   return a;
 }
 

@@ -74,4 +74,61 @@ std::size_t utf8_complete_prefix(std::string_view bytes) {
   return n;
 }
 
+namespace {
+
+// Where the escape sequence that starts at bytes[at] (an ESC) ends: one past its last byte, npos
+// when it is not finished yet.
+std::size_t escape_end(std::string_view b, std::size_t at) {
+  const std::size_t n = b.size();
+  if (at + 1 >= n) return std::string_view::npos;
+  const char kind = b[at + 1];
+  if (kind == '[') {  // CSI: parameter and intermediate bytes, then one final byte
+    std::size_t j = at + 2;
+    while (j < n && b[j] >= 0x20 && b[j] <= 0x3f) ++j;
+    if (j == n) return std::string_view::npos;
+    return b[j] >= 0x40 && b[j] <= 0x7e ? j + 1 : j;  // a malformed one ends before the stray byte
+  }
+  if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') {  // OSC, DCS…: to BEL or ST
+    for (std::size_t j = at + 2; j < n; ++j) {
+      if (b[j] == '\a') return j + 1;
+      if (b[j] == '\x1b') return j + 1 < n ? (b[j + 1] == '\\' ? j + 2 : j) : std::string_view::npos;
+    }
+    return std::string_view::npos;
+  }
+  if (kind == '(' || kind == ')' || kind == '*' || kind == '+' || kind == '#' || kind == '%') {  // ESC ( B …
+    return at + 2 < n ? at + 3 : std::string_view::npos;
+  }
+  return at + 2;
+}
+
+}  // namespace
+
+TerminalText terminal_text(std::string_view b) {
+  TerminalText out;
+  out.text.reserve(b.size());
+  const std::size_t n = b.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(b[i]);
+    if (c == 0x1b) {
+      auto end = escape_end(b, i);
+      if (end == std::string_view::npos) {
+        if (n - i <= kMaxControlSequence) break;  // unfinished: the next chunk has the rest
+        end = i + 1;                              // not a sequence after all: drop the ESC alone
+      }
+      i = end;
+    } else if (c == '\r') {
+      if (i + 1 == n) break;  // a CRLF split between chunks must stay one break
+      if (b[i + 1] != '\n') out.text += '\n';
+      ++i;
+    } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      ++i;
+    } else {
+      out.text += b[i++];
+    }
+  }
+  out.consumed = i;
+  return out;
+}
+
 }  // namespace ddp::jobs::dashboard

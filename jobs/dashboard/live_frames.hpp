@@ -38,4 +38,18 @@ nlohmann::json metrics_frame(const nlohmann::json& job_metrics, std::size_t max_
 // (at most 3 bytes) waits for the next chunk. Bytes that are not UTF-8 at all are not held back.
 std::size_t utf8_complete_prefix(std::string_view bytes);
 
+// What the page shows of a rank's output, as a terminal would show its text: the control sequences
+// of colours, cursor moves and window titles (ESC [ … final byte, ESC ] … BEL or ESC \, ESC and one
+// byte) and the other control bytes except tab and newline (NUL among them) are dropped, and a
+// carriage return not followed by a newline starts a new line (a progress bar's updates, one a
+// line; else a browser shows them as one endless line). `consumed` is how much of `bytes` the text
+// covers: the rest is an unfinished sequence (or a last CR) that waits for the next chunk; a
+// sequence longer than kMaxControlSequence is not one, and is dropped.
+struct TerminalText {
+  std::string text;
+  std::size_t consumed = 0;
+};
+inline constexpr std::size_t kMaxControlSequence = 4096;
+TerminalText terminal_text(std::string_view bytes);
+
 }  // namespace ddp::jobs::dashboard

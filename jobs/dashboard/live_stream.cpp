@@ -15,6 +15,7 @@
 
 #include "common/clock.hpp"
 #include "jobs/dashboard/live_plan.hpp"
+#include "jobs/dashboard/pages.hpp"
 #include "jobs/dashboard/sse.hpp"
 #include "jobs/log_follower.hpp"
 
@@ -45,12 +46,13 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 template <class Socket>
 class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
  public:
-  LiveStream(Socket socket, JobManager& jobs, MetricsCache& metrics, LiveView view, TcpSlot slot)
+  LiveStream(Socket socket, JobManager& jobs, MetricsCache& metrics, LiveView view, TcpSlot slot, StillAllowed allowed)
       : socket_(std::move(socket)),
         jobs_(jobs),
         metrics_(metrics),
         view_(std::move(view)),
         slot_(std::move(slot)),
+        allowed_(std::move(allowed)),
         plan_(LiveTimings{}, Clock::now()),
         wake_(socket_.get_executor()),
         stall_(socket_.get_executor()) {}
@@ -61,7 +63,10 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
     res->set(http::field::cache_control, "no-store");
     res->set(http::field::server, "ddp-launch");
     res->set("X-Accel-Buffering", "no");  // a reverse proxy in front must not hold the messages back
-    res->keep_alive(false);               // the body ends when the connection does
+    for (auto [k, v] : security_headers()) {
+      res->set(boost::beast::string_view(k.data(), k.size()), boost::beast::string_view(v.data(), v.size()));
+    }
+    res->keep_alive(false);  // the body ends when the connection does
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
     arm_stall();
     http::async_write_header(socket_, *sr, [self = this->shared_from_this(), res, sr](auto ec, std::size_t) {
@@ -151,6 +156,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   void compose() {
     if (writing_ || closed_) return;
     const auto now = Clock::now();
+    if (allowed_ && !allowed_(now)) return close();  // logged out: not one more message
     auto batch = plan_.take(now);
     frame_.clear();
     try {
@@ -194,10 +200,13 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
     // Read on until the file has nothing more, as `logs -f` does: more may be waiting, and only at
     // its end does the follower look for a restart's newer file.
     if (!fresh.empty()) plan_.backlog(Topic::Log, now);
-    std::string chunk = carry_ + fresh;
-    carry_.clear();
+    std::string raw = carry_ + fresh;
+    auto shown = terminal_text(raw);
+    std::string& chunk = shown.text;
     auto whole = utf8_complete_prefix(chunk);
-    carry_ = chunk.substr(whole);
+    // Both wait for the next chunk: the end of a UTF-8 character (never changed by terminal_text),
+    // then an unfinished control sequence.
+    carry_ = chunk.substr(whole) + raw.substr(shown.consumed);
     chunk.resize(whole);
     if (chunk.empty() && !first_log_) return;
     frame_ += sse_message("log", dump({{"text", chunk}, {"reset", first_log_}}));
@@ -255,6 +264,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   MetricsCache& metrics_;
   LiveView view_;
   TcpSlot slot_;
+  StillAllowed allowed_;
   LivePlan plan_;
   asio::steady_timer wake_, stall_;
   std::optional<TimePoint> armed_;
@@ -282,12 +292,15 @@ const std::string& MetricsCache::frame(JobId id, TimePoint now) {
 }
 
 template <class Socket>
-void start_live_stream(Socket socket, JobManager& jobs, MetricsCache& metrics, const LiveView& view, TcpSlot slot) {
-  std::make_shared<LiveStream<Socket>>(std::move(socket), jobs, metrics, view, std::move(slot))->start();
+void start_live_stream(Socket socket, JobManager& jobs, MetricsCache& metrics, const LiveView& view, TcpSlot slot,
+                       StillAllowed allowed) {
+  std::make_shared<LiveStream<Socket>>(std::move(socket), jobs, metrics, view, std::move(slot), std::move(allowed))
+      ->start();
 }
 
-template void start_live_stream(asio::ip::tcp::socket, JobManager&, MetricsCache&, const LiveView&, TcpSlot);
+template void start_live_stream(asio::ip::tcp::socket, JobManager&, MetricsCache&, const LiveView&, TcpSlot,
+                                StillAllowed);
 template void start_live_stream(asio::local::stream_protocol::socket, JobManager&, MetricsCache&, const LiveView&,
-                                TcpSlot);
+                                TcpSlot, StillAllowed);
 
 }  // namespace ddp::jobs::dashboard

@@ -13,6 +13,7 @@
 //   browser), a peer that hangs up is seen at once, and a quiet stream sends a comment every 15 s.
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -41,9 +42,14 @@ class MetricsCache {
   std::map<JobId, Entry> entries_;
 };
 
+// Whether the stream may go on (asked before each message): its browser session is still open. An
+// empty one: always (a bearer token, the unix socket).
+using StillAllowed = std::function<bool(TimePoint now)>;
+
 // Takes the connection over: writes the SSE response headers, then the view's messages until the
-// peer goes away. The view was checked (parse_live_view) and its job exists.
+// peer goes away or `allowed` says no. The view was checked (parse_live_view) and its job exists.
 template <class Socket>
-void start_live_stream(Socket socket, JobManager& jobs, MetricsCache& metrics, const LiveView& view, TcpSlot slot);
+void start_live_stream(Socket socket, JobManager& jobs, MetricsCache& metrics, const LiveView& view, TcpSlot slot,
+                       StillAllowed allowed);
 
 }  // namespace ddp::jobs::dashboard

@@ -17,11 +17,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 // What every dashboard reply carries.
 WebReply with_security_headers(WebReply r) {
-  r.headers.emplace_back("Content-Security-Policy", std::string(kContentSecurityPolicy));
-  r.headers.emplace_back("X-Content-Type-Options", "nosniff");
-  r.headers.emplace_back("X-Frame-Options", "DENY");
-  r.headers.emplace_back("Referrer-Policy", "no-referrer");  // a token URL never leaks to another page
-  r.headers.emplace_back("Cross-Origin-Opener-Policy", "same-origin");
+  for (auto [k, v] : security_headers()) r.headers.emplace_back(k, v);
   return r;
 }
 
@@ -40,6 +36,17 @@ std::string_view page(std::string_view name) {
 }
 
 }  // namespace
+
+const HeaderList& security_headers() {
+  static const HeaderList headers{
+      {"Content-Security-Policy", kContentSecurityPolicy},
+      {"X-Content-Type-Options", "nosniff"},
+      {"X-Frame-Options", "DENY"},
+      {"Referrer-Policy", "no-referrer"},  // a token URL never leaks to another page
+      {"Cross-Origin-Opener-Policy", "same-origin"},
+  };
+  return headers;
+}
 
 const Asset* find_asset(std::string_view name) {
   for (const auto& a : assets()) {

@@ -25,6 +25,11 @@ inline constexpr std::string_view kContentSecurityPolicy =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+// The headers every reply on the TCP address carries, the API's too (its JSON holds job files,
+// environments and logs): this policy, no type sniffing, no framing, no Referer.
+using HeaderList = std::vector<std::pair<std::string_view, std::string_view>>;
+const HeaderList& security_headers();
+
 std::string content_type_for(std::string_view name);  // by extension; application/octet-stream else
 // `{{key}}` → vars[key], escaped (common/markup.hpp); an unknown key stays as it is (a test sees it).
 std::string render(std::string_view page, const std::map<std::string, std::string>& vars);

@@ -67,7 +67,8 @@ void SessionBook::forget_expired(TimePoint now) {
 
 std::string cookie_name(std::uint16_t port) { return fmt::format("ddp_session_{}", port); }
 
-std::optional<std::string> cookie_value(std::string_view header, std::string_view name) {
+std::vector<std::string> cookie_values(std::string_view header, std::string_view name) {
+  std::vector<std::string> out;
   while (!header.empty()) {
     auto end = header.find(';');
     auto pair = trim(header.substr(0, end));
@@ -76,9 +77,9 @@ std::optional<std::string> cookie_value(std::string_view header, std::string_vie
     if (eq == std::string_view::npos || trim(pair.substr(0, eq)) != name) continue;
     auto value = trim(pair.substr(eq + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    return std::string(value);
+    out.emplace_back(value);
   }
-  return std::nullopt;
+  return out;
 }
 
 std::string session_cookie(std::string_view name, std::string_view value) {
@@ -98,6 +99,35 @@ bool same_origin(std::string_view origin, std::string_view host) {
   if (scheme == std::string_view::npos || host.empty()) return false;  // "null": a sandboxed or file page
   auto s = origin.substr(0, scheme);
   return (iequals(s, "http") || iequals(s, "https")) && iequals(origin.substr(scheme + 3), host);
+}
+
+bool host_allowed(std::string_view host, bool loopback_only) {
+  if (!loopback_only || host.empty()) return true;
+  if (host.front() == '[') return host.find(']') != std::string_view::npos;  // an IPv6 address
+  auto name = host.substr(0, host.rfind(':'));
+  if (!name.empty() && name.find_first_not_of("0123456789.") == std::string_view::npos) return true;  // IPv4
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!lower.empty() && lower.back() == '.') lower.pop_back();  // "localhost." is localhost too
+  return lower == "localhost" || lower.ends_with(".localhost");
+}
+
+void LoginLinks::add(std::string code, TimePoint now) {
+  std::erase_if(codes_, [&](const Code& c) { return c.expires <= now; });
+  while (codes_.size() >= max_codes_ && !codes_.empty()) codes_.erase(codes_.begin());
+  codes_.push_back({std::move(code), now + ttl_});
+}
+
+bool LoginLinks::redeem(std::string_view code, TimePoint now) {
+  std::erase_if(codes_, [&](const Code& c) { return c.expires <= now; });
+  const std::string presented(code);
+  auto hit = codes_.end();
+  for (auto it = codes_.begin(); it != codes_.end(); ++it) {  // every one compared: no early exit
+    if (constant_time_equal(presented, it->code)) hit = it;
+  }
+  if (hit == codes_.end()) return false;
+  codes_.erase(hit);
+  return true;
 }
 
 CsrfVerdict check_csrf(const Session& session, std::string_view header_token, std::string_view origin,
@@ -131,7 +161,8 @@ std::string without_token(std::string_view target) {
     auto end = rest.find('&');
     auto kv = rest.substr(0, end);
     rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-    if (kv.empty() || percent_decode(std::string(kv.substr(0, kv.find('=')))) == "token") continue;
+    if (kv.empty()) continue;
+    if (auto key = percent_decode(std::string(kv.substr(0, kv.find('=')))); key == "token" || key == "login") continue;
     query += (query.empty() ? "" : "&") + std::string(kv);
   }
   if (!query.empty()) out += "?" + query;
@@ -146,12 +177,12 @@ std::string safe_next(std::string_view next) {
   return std::string(next);
 }
 
-std::string dashboard_url(std::string_view host, std::uint16_t port, std::string_view token) {
+std::string dashboard_url(std::string_view host, std::uint16_t port, std::string_view login_code) {
   std::string h(host);
   if (h == "0.0.0.0" || h.empty()) h = "127.0.0.1";
   if (h == "::" || h == "[::]") h = "::1";
   if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
-  return fmt::format("http://{}:{}/?token={}", h, port, token);
+  return fmt::format("http://{}:{}/?login={}", h, port, login_code);
 }
 
 }  // namespace ddp::jobs::dashboard

@@ -207,7 +207,11 @@ export function mount(main, id) {
     if (chunk.reset) log.textContent = '';
     if (chunk.text) {
       let text = log.textContent + chunk.text;
-      if (text.length > LOG_KEEP) text = text.slice(text.indexOf('\n', text.length - LOG_KEEP) + 1);
+      if (text.length > LOG_KEEP) {
+        // From a line's start when one is in the kept part; else (a line longer than LOG_KEEP) its end.
+        const cut = text.indexOf('\n', text.length - LOG_KEEP);
+        text = text.slice(cut >= 0 ? cut + 1 : text.length - LOG_KEEP);
+      }
       log.textContent = text;
     }
     markEmptyLog();

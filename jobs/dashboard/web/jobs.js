@@ -6,7 +6,12 @@ import { STATES, age, clear, el, gpuText, ranks, reasonOf, stateBadge } from './
 
 const COLUMNS = ['ID', 'Name', 'State', 'Reason', 'Ranks', 'GPUs', 'Runs / restarts', 'Age'];
 
-export function mount(main, state) {
+export function mount(main, asked) {
+  // A state the address names in any case; one that is no state (a typo, an edited link) shows
+  // every job and says so, rather than a stream the daemon refuses.
+  const state = STATES.find((s) => s === String(asked).toUpperCase()) || '';
+  const unknown = asked && !state ? el('p', { class: 'notice error', role: 'status' },
+    `There is no job state '${asked}': showing every job.`) : null;
   const summary = el('p', { class: 'host-summary', 'aria-live': 'off' });
   const filters = el('div', { class: 'filters', role: 'group', 'aria-label': 'Filter jobs by state' });
   const body = el('tbody');
@@ -20,7 +25,7 @@ export function mount(main, state) {
     el('div', { class: 'page-head' },
       el('h1', {}, 'Jobs'),
       el('a', { class: 'button primary', href: '/submit' }, 'Submit a job')),
-    summary, filters,
+    ...(unknown ? [unknown] : []), summary, filters,
     el('div', { class: 'card table-card' }, table, empty),
     total);
 

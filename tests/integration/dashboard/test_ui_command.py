@@ -1,8 +1,9 @@
 """`ddp-launch ui` and the dashboard's server side without a browser, with a real daemon:
 
-- `ui` prints the login URL of the daemon its socket leads to (TCP address from GET /v1/daemon,
-  token from the state directory); `--open` hands it to xdg-open; a daemon without --listen gets
-  an error naming the flag;
+- `ui` prints a one-time login URL of the daemon its socket leads to (TCP address from GET
+  /v1/daemon, a code from POST /v1/dashboard/login-link, never the token); it logs in once, a second
+  visit (the browser history's copy) gets the login page; `--open` hands it to xdg-open; a daemon
+  without --listen gets an error naming the flag;
 - the token URL redirects without the token and sets the session cookie; the session reads the
   API; a session's cancel without its CSRF token is refused (403), with it accepted;
 - the live stream follows a rank's log across a worker-group restart (the marker line, then the
@@ -51,7 +52,13 @@ def test_ui_and_sessions():
         token = open(os.path.join(d.state, "token")).read().strip()
         r = d.cli("ui")
         check(r.returncode == 0, f"ui: {r.stderr}")
-        check(r.stdout.strip() == f"http://127.0.0.1:{port}/?token={token}", f"ui printed {r.stdout!r}")
+        m = re.fullmatch(rf"http://127\.0\.0\.1:{port}/\?login=([0-9a-f]{{48}})\n", r.stdout)
+        check(m and token not in r.stdout, f"ui printed {r.stdout!r}")
+        check("one-time" in r.stderr, f"ui says the link is for one login: {r.stderr!r}")
+        status, headers, _ = http_get(port, f"/?login={m.group(1)}")
+        check(status == 303 and headers["Location"] == "/" and "Set-Cookie" in headers, f"login link: {status} {headers}")
+        status, headers, page = http_get(port, f"/?login={m.group(1)}")
+        check(status == 401 and "Set-Cookie" not in headers and "used already" in page, f"login link again: {status}")
 
         # --open: the URL goes to xdg-open (a stand-in on PATH that records its argv).
         bindir = os.path.join(d.dir, "bin")

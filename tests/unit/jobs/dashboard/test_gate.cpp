@@ -13,9 +13,9 @@ const std::string kToken(64, '7');
 const TimePoint t0{std::chrono::hours(1)};
 
 // Deterministic "random" hex: 0000…1, 0000…2, … (the shell draws from getrandom).
-Gate make_gate() {
+Gate make_gate(bool loopback_only = true) {
   auto n = std::make_shared<int>(0);
-  return Gate(kToken, 8470, [n](std::size_t digits) {
+  return Gate(kToken, 8470, loopback_only, [n](std::size_t digits) {
     auto s = fmt::format("{:0{}x}", ++*n, digits);
     return s.substr(s.size() - digits);
   });
@@ -200,4 +200,67 @@ TEST_CASE("files: anyone, with their type, ETag and revalidation; pages are not 
   CHECK(gate.admit(get("/assets/index.html"), t0).reply.status == 404);
   CHECK(gate.admit(get("/assets/nope.js"), t0).reply.status == 404);
   CHECK(gate.admit(get("/favicon.ico"), t0).reply.header("Content-Type") == "image/svg+xml");
+}
+
+TEST_CASE("a cookie of the same name set by another port's page does not hide the session") {
+  auto gate = make_gate();
+  auto cookie = login(gate);
+  auto name = cookie.substr(0, cookie.find('=') + 1);
+  auto junk = name + "junk; " + name + std::string(64, '0') + "; " + cookie;
+  auto page = gate.admit(get("/jobs/1", junk), t0);
+  CHECK(page.reply.body.find("csrf-token") != std::string::npos);
+  CHECK(page.session == cookie.substr(name.size()));
+  auto csrf = csrf_of(gate, cookie);
+  WebRequest out = get("/logout", junk);
+  out.method = "POST";
+  out.csrf_token = csrf;
+  CHECK(gate.admit(out, t0).reply.status == 303);
+  CHECK(gate.sessions() == 0);  // the real one was closed
+}
+
+TEST_CASE("DNS rebinding: a loopback daemon refuses a Host that names another site") {
+  auto gate = make_gate(true);
+  auto cookie = login(gate);
+  for (auto target : {"/", "/login", "/assets/app.js", "/v1/jobs", "/ui/events?view=jobs"}) {
+    CAPTURE(target);
+    WebRequest r = get(target, cookie);
+    r.host = "evil.example:8470";
+    auto a = gate.admit(r, t0);
+    CHECK(a.kind == Kind::Refused);
+    CHECK(a.status == 403);
+    CHECK(a.message.find("evil.example:8470") != std::string::npos);
+    r.host = "localhost:8470";
+    CHECK(gate.admit(r, t0).kind != Kind::Refused);
+  }
+  auto open = make_gate(false);  // --listen 0.0.0.0: reached by the host's names
+  WebRequest r = get("/login");
+  r.host = "gpu-host:8470";
+  CHECK(open.admit(r, t0).reply.status == 200);
+}
+
+TEST_CASE("a login link logs in once; the session it opens is open until logout") {
+  auto gate = make_gate();
+  auto code = gate.mint_login_code(t0);
+  CHECK(code.size() == 48);
+  auto a = gate.admit(get("/jobs/2?login=" + code), t0);
+  CHECK(a.reply.status == 303);
+  CHECK(a.reply.header("Location") == "/jobs/2");
+  CHECK(a.authenticated);
+  auto set = a.reply.header("Set-Cookie");
+  auto value = set.substr(set.find('=') + 1, 64);
+  CHECK(gate.session_open(value, t0));
+  auto again = gate.admit(get("/jobs/2?login=" + code), t0);  // the URL the browser's history kept
+  CHECK(again.reply.status == 401);
+  CHECK(again.reply.body.find("used already or has expired") != std::string::npos);
+  CHECK(again.reply.header("Set-Cookie").empty());
+  auto late = gate.mint_login_code(t0);
+  CHECK(gate.admit(get("/?login=" + late), t0 + gate.login_link_ttl() + 1s).reply.status == 401);
+
+  auto cookie = "ddp_session_8470=" + value;
+  WebRequest out = get("/logout", cookie);
+  out.method = "POST";
+  auto csrf = csrf_of(gate, cookie);
+  out.csrf_token = csrf;
+  CHECK(gate.admit(out, t0).reply.status == 303);
+  CHECK_FALSE(gate.session_open(value, t0));  // a live stream it opened ends
 }

@@ -64,3 +64,38 @@ TEST_CASE("a live view from the query, with errors that name the parameter") {
     CHECK(e.message.find("view 'nope'") != std::string::npos);
   }
 }
+
+TEST_CASE("a rank's output as a terminal shows it: no colour codes, control bytes or lone CRs") {
+  using namespace std::string_literals;
+  auto shown = [](std::string_view b) {
+    auto t = terminal_text(b);
+    CHECK(t.consumed == b.size());
+    return t.text;
+  };
+  CHECK(shown("\x1b[1;32mok\x1b[0m done\n") == "ok done\n");
+  CHECK(shown("a\x1b[2K\x1b[1Gb") == "ab");  // erase line, cursor to column 1
+  CHECK(shown("\x1b]0;title\x07x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\") == "xlink");      // title, hyperlink
+  CHECK(shown("\x1b(Bx\x1b=y") == "xy");                                                     // charset, keypad mode
+  CHECK(shown(" 10%|#  |\r 50%|## |\r100%|###|\n") == " 10%|#  |\n 50%|## |\n100%|###|\n");  // tqdm
+  CHECK(shown("a\r\nb\r\n") == "a\nb\n");
+  CHECK(shown("nul\0here\x7f\x08\tend"s) == "nulhere\tend");
+  CHECK(shown("<script>x</script> \xff\xfe") == "<script>x</script> \xff\xfe");  // text stays text
+  CHECK(shown("\x1b[12;\x80x") == "\x80x");  // a malformed sequence ends at its stray byte
+}
+
+TEST_CASE("an unfinished control sequence or CR waits for the next chunk") {
+  auto t = terminal_text("ok\x1b[1;3");
+  CHECK(t.text == "ok");
+  CHECK(t.consumed == 2);
+  CHECK(terminal_text("ok\x1b[1;32mgreen").text == "okgreen");
+  t = terminal_text("line\r");
+  CHECK(t.text == "line");
+  CHECK(t.consumed == 4);
+  CHECK(terminal_text("ok\x1b").consumed == 2);
+  CHECK(terminal_text("ok\x1b]0;tit").consumed == 2);
+  // Not a sequence after all: an ESC followed by more than kMaxControlSequence bytes of no end.
+  std::string endless = "a\x1b]" + std::string(kMaxControlSequence + 10, 'x');
+  t = terminal_text(endless);
+  CHECK(t.consumed == endless.size());
+  CHECK(t.text == "a]" + std::string(kMaxControlSequence + 10, 'x'));
+}

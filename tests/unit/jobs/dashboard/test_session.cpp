@@ -61,12 +61,50 @@ TEST_CASE("cookies: per port, HttpOnly and SameSite=Strict, parsed from a Cookie
   CHECK(set.find("SameSite=Strict") != std::string::npos);
   CHECK(set.find("Path=/") != std::string::npos);
   CHECK(expired_cookie("x").find("Max-Age=0") != std::string::npos);
-  CHECK(*cookie_value("a=1; ddp_session_8470=xyz; b=2", "ddp_session_8470") == "xyz");
-  CHECK(*cookie_value("ddp_session_8470=\"q\"", "ddp_session_8470") == "q");
-  CHECK(*cookie_value("  a = 1 ;b=2", "a") == "1");
-  CHECK_FALSE(cookie_value("ddp_session_8471=xyz", "ddp_session_8470"));
-  CHECK_FALSE(cookie_value("xddp_session_8470=1", "ddp_session_8470"));
-  CHECK_FALSE(cookie_value("", "a"));
+  using V = std::vector<std::string>;
+  CHECK(cookie_values("a=1; ddp_session_8470=xyz; b=2", "ddp_session_8470") == V{"xyz"});
+  CHECK(cookie_values("ddp_session_8470=\"q\"", "ddp_session_8470") == V{"q"});
+  CHECK(cookie_values("  a = 1 ;b=2", "a") == V{"1"});
+  CHECK(cookie_values("ddp_session_8471=xyz", "ddp_session_8470").empty());
+  CHECK(cookie_values("xddp_session_8470=1", "ddp_session_8470").empty());
+  CHECK(cookie_values("", "a").empty());
+}
+
+TEST_CASE("every cookie of the name counts: one set by another port's page cannot shadow the session") {
+  // Cookies are kept per host, not per port: a page on 127.0.0.1:9999 may set ddp_session_8470 with
+  // Path=/jobs, which the browser then sends first on /jobs/….
+  CHECK(cookie_values("ddp_session_8470=junk; a=1; ddp_session_8470=real", "ddp_session_8470") ==
+        std::vector<std::string>{"junk", "real"});
+}
+
+TEST_CASE("DNS rebinding: a loopback daemon answers to IP addresses and localhost only") {
+  for (auto host : {"127.0.0.1:8470", "127.0.0.1", "[::1]:8470", "[::1]", "localhost:8470", "LOCALHOST",
+                    "localhost.:8470", "app.localhost:8470", "10.1.2.3:8470", ""}) {
+    CAPTURE(host);
+    CHECK(host_allowed(host, true));
+  }
+  for (auto host : {"evil.example:8470", "evil.example", "127.0.0.1.nip.io:8470", "localhost.evil.example",
+                    "evillocalhost:8470", ":8470", "[::1", "gpu-host:8470"}) {
+    CAPTURE(host);
+    CHECK_FALSE(host_allowed(host, true));
+    CHECK(host_allowed(host, false));  // a daemon on another address is reached by its names
+  }
+}
+
+TEST_CASE("a login link opens once, within its time") {
+  LoginLinks links(3, std::chrono::minutes(10));
+  const std::string a(48, 'a'), b(48, 'b');
+  links.add(a, t0);
+  links.add(b, t0);
+  CHECK_FALSE(links.redeem(std::string(48, 'c'), t0));
+  CHECK_FALSE(links.redeem("", t0));
+  CHECK_FALSE(links.redeem(a.substr(1), t0));
+  CHECK(links.redeem(a, t0 + 1min));
+  CHECK_FALSE(links.redeem(a, t0 + 1min));   // used
+  CHECK_FALSE(links.redeem(b, t0 + 10min));  // expired
+  for (char c : std::string("defg")) links.add(std::string(48, c), t0);
+  CHECK_FALSE(links.redeem(std::string(48, 'd'), t0));  // the oldest of more than 3 is dropped
+  CHECK(links.redeem(std::string(48, 'g'), t0));
 }
 
 TEST_CASE("CSRF: a session's state-changing request needs its token and this origin") {
@@ -94,6 +132,7 @@ TEST_CASE("the token leaves the address: without_token keeps the path and the ot
   CHECK(without_token("/jobs?%74oken=abc") == "/jobs");  // percent-encoded name
   CHECK(without_token("/jobs") == "/jobs");
   CHECK(without_token("/?tokens=1") == "/?tokens=1");
+  CHECK(without_token("/jobs/3?login=abc&x=1") == "/jobs/3?x=1");
 }
 
 TEST_CASE("a login redirects only to a path of this server") {
@@ -106,9 +145,9 @@ TEST_CASE("a login redirects only to a path of this server") {
 }
 
 TEST_CASE("the dashboard's URL for a listening address") {
-  CHECK(dashboard_url("127.0.0.1", 8470, "t0k") == "http://127.0.0.1:8470/?token=t0k");
-  CHECK(dashboard_url("0.0.0.0", 80, "t") == "http://127.0.0.1:80/?token=t");
-  CHECK(dashboard_url("::", 8470, "t") == "http://[::1]:8470/?token=t");
-  CHECK(dashboard_url("fe80::1", 8470, "t") == "http://[fe80::1]:8470/?token=t");
-  CHECK(dashboard_url("gpu-node-3", 8470, "t") == "http://gpu-node-3:8470/?token=t");
+  CHECK(dashboard_url("127.0.0.1", 8470, "c0de") == "http://127.0.0.1:8470/?login=c0de");
+  CHECK(dashboard_url("0.0.0.0", 80, "c") == "http://127.0.0.1:80/?login=c");
+  CHECK(dashboard_url("::", 8470, "c") == "http://[::1]:8470/?login=c");
+  CHECK(dashboard_url("fe80::1", 8470, "c") == "http://[fe80::1]:8470/?login=c");
+  CHECK(dashboard_url("gpu-node-3", 8470, "c") == "http://gpu-node-3:8470/?login=c");
 }
