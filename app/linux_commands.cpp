@@ -1,5 +1,6 @@
-// The Linux build's commands: launcher/'s and the job layer's (jobs/ sits above launcher/, which
+// The Linux build's commands: launcher/'s, the job layer's and bash completion (jobs/ sits above launcher/, which
 // never includes or links it).
+#include "app/cmd_completion.hpp"
 #include "app/commands.hpp"
 #include "jobs/commands.hpp"
 
@@ -12,6 +13,8 @@ std::vector<cli::Command> add_commands(CLI::App& app) {
                                      cli::add_env_command(app)};
   for (auto& command : cli::add_job_client_commands(app)) commands.push_back(std::move(command));
   commands.push_back(cli::add_daemon_command(app));
+  // Last: it describes every command registered above, when it runs (DDP_VERSION: app/CMakeLists.txt).
+  commands.push_back(cli::add_completion_command(app, DDP_VERSION));
   return commands;
 }
 

@@ -11,6 +11,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
   app.require_subcommand(1);
+  // DDP_VERSION is the top-level CMakeLists' project(VERSION), which also names the .deb.
+  app.set_version_flag("--version", "ddp-launch " DDP_VERSION);
   std::string log_level;
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error (default: $DDP_LOG_LEVEL or info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

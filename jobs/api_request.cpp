@@ -81,6 +81,26 @@ JobId parse_id(const std::string& s) {
   return std::stoll(s);
 }
 
+JobState parse_state_param(const std::string& value) {
+  auto state = parse_state(value);
+  if (!state) {
+    throw ApiError(400, fmt::format("state '{}' is not one of PENDING, STARTING, RUNNING, RESTARTING, "
+                                    "CANCELLING, SUCCEEDED, FAILED, CANCELLED",
+                                    value));
+  }
+  return *state;
+}
+
+void check_log_source(const std::string& rank, const std::string& stream) {
+  if (rank != "supervisor" &&
+      (rank.empty() || rank.size() > 6 || rank.find_first_not_of("0123456789") != std::string::npos)) {
+    throw ApiError(400, fmt::format("rank '{}' is not a rank number or 'supervisor'", rank));
+  }
+  if (stream != "stdout" && stream != "stderr") {
+    throw ApiError(400, fmt::format("stream '{}' is not stdout or stderr", stream));
+  }
+}
+
 std::optional<std::pair<int, std::string>> transfer_coding_problem(const std::string& field) {
   if (field.empty()) return std::nullopt;
   std::vector<std::string> codings;

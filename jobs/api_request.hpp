@@ -12,6 +12,7 @@
 
 #include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
+#include "jobs/job_state.hpp"
 #include "jobs/scheduler.hpp"
 
 namespace ddp::jobs {
@@ -40,6 +41,11 @@ std::string percent_decode(const std::string& s);
 
 // A job id path segment; ApiError 400 when it is not one.
 JobId parse_id(const std::string& s);
+
+// A `state` query parameter (any case); ApiError 400 naming the states.
+JobState parse_state_param(const std::string& value);
+// A log's `rank` (a number or "supervisor") and `stream` (stdout or stderr); ApiError 400 otherwise.
+void check_log_source(const std::string& rank, const std::string& stream);
 
 // RFC 9112 §6.1, from a request's Transfer-Encoding field (empty when absent): a list that does
 // not end in chunked has no determinable body (400); a coding before chunked is 501.

@@ -2,23 +2,27 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <array>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "common/error.hpp"
 #include "jobs/api_request.hpp"
-#include "jobs/daemon_metrics.hpp"
+#include "jobs/api_routes.hpp"
+#include "jobs/log_follower.hpp"
 #include "jobs/run_logs.hpp"
+#include "jobs/tcp_slot.hpp"
 #include "jobs/unix_socket.hpp"
 
 namespace ddp::jobs {
@@ -33,49 +37,93 @@ namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 
-// Request targets and job files are the client's bytes: never let invalid UTF-8 break a reply.
-std::string safe_dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
-
-// A TCP session's place in the count of live TCP connections (ApiLimits::max_tcp_connections)
-// and its deadline for an authenticated request. Unix sessions have neither.
+// A TCP session's place in the count of live TCP connections (ApiLimits::max_tcp_connections),
+// its deadline for an authenticated request and the dashboard's gate. Unix sessions have none.
 struct TcpAdmission {
-  std::shared_ptr<std::size_t> open;  // decremented when the session is gone
+  TcpSlot slot;
   std::chrono::milliseconds auth_timeout{0};
+  dashboard::Gate* gate = nullptr;
 };
+
+// What every reply carries unless it says otherwise: the dashboard's security headers, and no
+// caching (the API's JSON holds job files, environments and logs: none of it belongs on the disk
+// cache of a browser that read it with a session).
+template <class Response>
+void harden(Response& res) {
+  for (auto [k, v] : dashboard::security_headers()) {
+    beast::string_view name(k.data(), k.size());
+    if (res.find(name) == res.end()) res.set(name, beast::string_view(v.data(), v.size()));
+  }
+  if (res.find(http::field::cache_control) == res.end()) res.set(http::field::cache_control, "no-store");
+}
+
+// n hex digits from the kernel's CSPRNG: the dashboard's session secrets.
+std::string random_hex(std::size_t n) {
+  std::string bytes((n + 1) / 2, '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    auto r = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw Error(fmt::format("getrandom failed: {}", std::strerror(errno)));
+    got += static_cast<std::size_t>(r);
+  }
+  std::string out;
+  for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
+  out.resize(n);
+  return out;
+}
+
+// The parts of a request the dashboard's gate judges.
+dashboard::WebRequest web_request(const http::request<http::string_body>& req) {
+  auto field = [&](auto name) {
+    auto v = req[name];
+    return std::string_view(v.data(), v.size());
+  };
+  return {std::string_view(req.method_string().data(), req.method_string().size()),
+          std::string_view(req.target().data(), req.target().size()),
+          field(http::field::host),
+          field(http::field::cookie),
+          field(http::field::authorization),
+          field("X-CSRF-Token"),
+          field(http::field::origin),
+          field(http::field::if_none_match),
+          req.body()};
+}
 
 template <class Socket>
 class Session : public std::enable_shared_from_this<Session<Socket>> {
  public:
-  Session(Socket socket, JobManager& jobs, std::shared_ptr<std::uint64_t> http_requests, const std::string* token,
+  Session(Socket socket, JobManager& jobs, std::shared_ptr<std::uint64_t> http_requests, ApiServer::Shared& shared,
           TcpAdmission tcp = {})
       : socket_(std::move(socket)),
         jobs_(jobs),
         http_requests_(std::move(http_requests)),
-        token_(token),
+        shared_(shared),
         tcp_(std::move(tcp)),
-        idle_(socket_.get_executor()) {
-    if (tcp_.open) ++*tcp_.open;
-  }
-  // No end_follow() here: the io_context may outlive the JobManager at shutdown; the callbacks
+        auth_deadline_(std::chrono::steady_clock::now() + tcp_.auth_timeout),
+        idle_(socket_.get_executor()) {}
+  // No follower close() here: the io_context may outlive the JobManager at shutdown; the callbacks
   // left behind by a session that was not closed hold only weak pointers to it.
-  ~Session() {
-    if (tcp_.open) --*tcp_.open;
-  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   void start() { read_request(); }
 
  private:
-  using Response = http::response<http::string_body>;
+  using Response = HttpResponse;
 
   void read_request() {
     parser_.emplace();
     parser_->body_limit(kMaxRequestBody);
     parser_->header_limit(16 * 1024);
-    // Until it has authenticated, a TCP client gets a short deadline: idle connections that never
-    // say who they are must not hold descriptors for a minute each.
-    idle_.expires_after(token_ && !authenticated_ ? tcp_.auth_timeout : kIdleTimeout);
+    // Until it has authenticated, a TCP client has one deadline, counted from its connection (not
+    // from its last request: fetching the login page or a file every few seconds must not hold a
+    // place in --max-tcp-connections for ever).
+    if (tcp_.gate && !authenticated_) {
+      idle_.expires_at(auth_deadline_);
+    } else {
+      idle_.expires_after(kIdleTimeout);
+    }
     idle_.async_wait([weak = this->weak_from_this()](boost::system::error_code ec) {
       if (ec) return;
       if (auto self = weak.lock()) self->close();  // a client that sends nothing is dropped
@@ -110,54 +158,33 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     }
   }
 
-  Response error_response(int status, const std::string& message, const json& detail = nullptr) {
-    json body{{"error", message}, {"status", status}};
-    if (detail.is_object()) {
-      for (auto& [k, v] : detail.items()) body[k] = v;
-    }
-    Response res{static_cast<http::status>(status), 11};
-    res.set(http::field::content_type, "application/json");
-    if (status == 401) res.set(http::field::www_authenticate, "Bearer");
-    res.body() = safe_dump(body);
-    return res;
-  }
-
-  Response json_response(int status, const json& body) {
-    Response res{static_cast<http::status>(status), 11};
-    res.set(http::field::content_type, "application/json");
-    res.body() = safe_dump(body);
-    return res;
-  }
-
-  Response text_response(std::string json_text) {
-    Response res{http::status::ok, 11};
-    res.set(http::field::content_type, "application/json");
-    res.body() = std::move(json_text);
-    return res;
-  }
-
   void handle(http::request<http::string_body>& req) {
     bool keep_alive = req.keep_alive();
+    // HEAD is its GET without the body (RFC 9110 §9.3.2): a body after a HEAD's headers would be
+    // read as the start of the next response on this connection.
+    head_ = req.method() == http::verb::head;
+    if (head_) req.method(http::verb::get);
     Response res;
     try {
       auto t = parse_target(std::string_view(req.target().data(), req.target().size()));
       if (t.segments == std::vector<std::string>{"healthz"}) {
         res = json_response(200, {{"ok", true}});
       } else {
-        if (token_) {
-          auto auth = std::string(req[http::field::authorization]);
-          auto presented = bearer_credentials(auth);
-          if (!presented || !constant_time_equal(*presented, *token_)) {
-            keep_alive = false;  // a client that failed to authenticate gets no second try on this connection
-            if (auth.empty())
-              throw ApiError(401,
-                             "this TCP endpoint needs 'Authorization: Bearer <token>' (the token "
-                             "is in the daemon's state directory, file 'token')");
-            throw ApiError(401, "invalid bearer token");
-          }
-          authenticated_ = true;
+        if (tcp_.gate && admit(req, keep_alive)) return;  // the gate answered (a page, a file, a redirect)
+        auto r = route_request(req, t, {jobs_, *http_requests_, shared_.daemon, shared_.gate});
+        if (head_ && r.kind != RouteResult::Kind::Reply) {
+          r = {};
+          r.response = error_response(405, "a stream has no HEAD; use GET");
+          r.response.set(http::field::allow, "GET");
         }
-        if (route(req, t, res)) return;  // a streamed response took over
+        switch (r.kind) {
+          case RouteResult::Kind::Reply: res = std::move(r.response); break;
+          case RouteResult::Kind::FollowLog: return start_follow(r.job, r.rank, r.stream);
+          case RouteResult::Kind::Live:
+            idle_.cancel();
+            return dashboard::start_live_stream(std::move(socket_), jobs_, shared_.metrics, r.view,
+                                                std::move(tcp_.slot), session_still_open());
+        }
       }
     } catch (const ApiError& e) {
       res = error_response(e.status, e.message, e.detail);
@@ -174,121 +201,50 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     send(std::move(res), !keep_alive);
   }
 
-  static void require_method(const http::request<http::string_body>& req, http::verb verb) {
-    if (req.method() != verb) {
-      throw ApiError(405, fmt::format("{} is not allowed here; use {}", std::string(req.method_string()),
-                                      std::string(http::to_string(verb))));
+  // TCP: the dashboard's gate. True when it answered (a page, a file, a redirect); false when the
+  // API serves the request; throws its refusal.
+  bool admit(http::request<http::string_body>& req, bool& keep_alive) {
+    auto a = tcp_.gate->admit(web_request(req), std::chrono::steady_clock::now());
+    if (a.authenticated) authenticated_ = true;
+    session_ = std::move(a.session);
+    switch (a.kind) {
+      case dashboard::Admission::Kind::Reply:
+        if (a.reply.status == 401) keep_alive = false;  // a wrong token or login link: no second try here
+        send_web(std::move(a.reply), !keep_alive);
+        return true;
+      case dashboard::Admission::Kind::Refused:
+        if (a.status == 401) keep_alive = false;  // a client that failed to authenticate gets no second try here
+        throw ApiError(a.status, a.message);
+      case dashboard::Admission::Kind::Api: return false;
     }
-  }
-
-  // Fills `res`; returns true when it started a streamed (chunked) response instead.
-  bool route(http::request<http::string_body>& req, const Target& t, Response& res) {
-    const auto& s = t.segments;
-    if (s == std::vector<std::string>{"metrics"}) {
-      require_method(req, http::verb::get);
-      res = Response{http::status::ok, 11};
-      res.set(http::field::content_type, "text/plain; version=0.0.4");
-      res.body() = prometheus_text(jobs_.counts(), *http_requests_);
-      return false;
-    }
-    if (s.size() < 2 || s[0] != "v1" || s[1] != "jobs") {
-      throw ApiError(404, fmt::format("no such endpoint: {} (see GET /v1/jobs, POST /v1/jobs, /metrics)",
-                                      std::string(req.target())));
-    }
-    if (s.size() == 2) {
-      if (req.method() == http::verb::post) {
-        std::string file = std::string(req["X-Ddp-File"]);
-        if (file.empty() || file.size() > 256) file = "<request body>";
-        res = json_response(201, jobs_.submit(req.body(), file));
-        return false;
-      }
-      require_method(req, http::verb::get);
-      std::optional<JobState> state;
-      if (auto it = t.query.find("state"); it != t.query.end() && !it->second.empty()) {
-        state = parse_state(it->second);
-        if (!state)
-          throw ApiError(400, fmt::format("state '{}' is not one of PENDING, STARTING, RUNNING, RESTARTING, "
-                                          "CANCELLING, SUCCEEDED, FAILED, CANCELLED",
-                                          it->second));
-      }
-      std::size_t limit = 100;
-      if (auto it = t.query.find("limit"); it != t.query.end()) {
-        if (it->second.empty() || it->second.size() > 6 ||
-            it->second.find_first_not_of("0123456789") != std::string::npos) {
-          throw ApiError(400, fmt::format("limit '{}' is not a number from 1 to 100000", it->second));
-        }
-        limit = std::stoul(it->second);
-      }
-      res = text_response(jobs_.list_text(state, limit));
-      return false;
-    }
-    JobId id = parse_id(s[2]);
-    if (s.size() == 3) {
-      require_method(req, http::verb::get);
-      res = text_response(jobs_.get_text(id));
-      return false;
-    }
-    if (s.size() == 4 && s[3] == "cancel") {
-      require_method(req, http::verb::post);
-      res = json_response(202, jobs_.cancel(id));
-      return false;
-    }
-    if (s.size() == 4 && s[3] == "events") {
-      require_method(req, http::verb::get);
-      res = json_response(200, jobs_.events(id));
-      return false;
-    }
-    if (s.size() == 4 && s[3] == "metrics") {
-      require_method(req, http::verb::get);
-      res = json_response(200, jobs_.job_metrics(id));
-      return false;
-    }
-    if (s.size() == 4 && s[3] == "logs") {
-      require_method(req, http::verb::get);
-      return logs(id, t, res);
-    }
-    throw ApiError(404, fmt::format("no such endpoint: {}", std::string(req.target())));
-  }
-
-  bool logs(JobId id, const Target& t, Response& res) {
-    if (!jobs_.exists(id)) throw ApiError(404, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
-    auto q = [&](const char* k, const char* def) {
-      auto it = t.query.find(k);
-      return it == t.query.end() ? std::string(def) : it->second;
-    };
-    std::string rank = q("rank", "0");
-    std::string stream = q("stream", "stdout");
-    if (rank != "supervisor" &&
-        (rank.empty() || rank.size() > 6 || rank.find_first_not_of("0123456789") != std::string::npos)) {
-      throw ApiError(400, fmt::format("rank '{}' is not a rank number or 'supervisor'", rank));
-    }
-    if (stream != "stdout" && stream != "stderr") {
-      throw ApiError(400, fmt::format("stream '{}' is not stdout or stderr", stream));
-    }
-    auto follow = q("follow", "0");
-    if (follow == "1" || follow == "true") {
-      start_follow(id, rank, stream);
-      return true;
-    }
-    auto path = jobs_.log_path(id, rank, stream);
-    if (!path) {
-      if (jobs_.is_finished(id)) {
-        throw ApiError(
-            404, fmt::format("job {} ended without a {} log for rank {} (try --rank supervisor)", id, stream, rank));
-      }
-      throw ApiError(
-          404, fmt::format("job {} has no {} log for rank {} yet; add follow=1 to wait for it", id, stream, rank));
-    }
-    res = Response{http::status::ok, 11};
-    res.set(http::field::content_type, "text/plain; charset=utf-8");
-    res.body() = read_file_tail(*path, 16u << 20);
     return false;
+  }
+
+  // A live stream opened by a browser session lasts as long as the session: a logout (or its expiry)
+  // ends it. One opened with the bearer token lasts as long as its connection.
+  dashboard::StillAllowed session_still_open() const {
+    if (session_.empty()) return {};
+    return
+        [gate = tcp_.gate, session = session_](dashboard::TimePoint now) { return gate->session_open(session, now); };
+  }
+
+  void send_web(dashboard::WebReply reply, bool close_after) {
+    Response res{static_cast<http::status>(reply.status), 11};
+    for (auto& [k, v] : reply.headers) res.set(k, v);
+    res.body() = std::move(reply.body);
+    send(std::move(res), close_after);
   }
 
   void send(Response res, bool close_after) {
     res.keep_alive(!close_after);
     res.set(http::field::server, "ddp-launch");
+    harden(res);
     res.prepare_payload();
+    if (head_) {
+      auto length = res.body().size();
+      res.body().clear();
+      if (res.find(http::field::content_length) != res.end()) res.content_length(length);
+    }
     auto sp = std::make_shared<Response>(std::move(res));
     http::async_write(socket_, *sp,
                       [self = this->shared_from_this(), sp, close_after](beast::error_code ec, std::size_t) {
@@ -301,11 +257,13 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
   void start_follow(JobId id, std::string rank, std::string stream) {
     follow_id_ = id;
-    follow_rank_ = std::move(rank);
-    follow_stream_ = std::move(stream);
+    follower_.emplace(jobs_, id, std::move(rank), std::move(stream), [weak_self = this->weak_from_this()] {
+      if (auto s = weak_self.lock()) s->pump();
+    });
     auto res = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
     res->set(http::field::content_type, "text/plain; charset=utf-8");
     res->set(http::field::server, "ddp-launch");
+    harden(*res);
     res->keep_alive(false);
     res->chunked(true);
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
@@ -336,25 +294,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
       pump_again_ = true;
       return;
     }
-    if (!file_.is_open()) {
-      if (auto p = jobs_.log_path(follow_id_, follow_rank_, follow_stream_)) open_log(*p);
-    }
-    chunk_.clear();
-    if (file_.is_open()) {
-      file_.clear();
-      chunk_.resize(64 * 1024);
-      file_.read(chunk_.data(), static_cast<std::streamsize>(chunk_.size()));
-      chunk_.resize(static_cast<std::size_t>(file_.gcount()));
-    }
-    if (chunk_.empty() && file_.is_open()) {
-      // All of this file is sent: a restart (the supervisor's next attempt, or the daemon's next
-      // run) writes the rank's output to a new file from here on.
-      auto p = jobs_.log_path(follow_id_, follow_rank_, follow_stream_);
-      if (p && *p != file_path_) {
-        open_log(*p);
-        chunk_ = fmt::format("[ddp-launch]: the job restarted; following {}\n", p->string());
-      }
-    }
+    chunk_ = follower_->next(64 * 1024);
     if (!chunk_.empty()) {
       writing_ = true;
       asio::async_write(socket_, http::make_chunk(asio::buffer(chunk_)),
@@ -378,24 +318,10 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     }
   }
 
-  void open_log(const std::filesystem::path& p) {
-    if (file_watch_) jobs_.inotify().unwatch(*file_watch_);
-    file_watch_.reset();
-    file_.close();
-    file_.clear();
-    file_.open(p, std::ios::binary);
-    file_path_ = p;
-    std::weak_ptr<Session> weak = this->shared_from_this();
-    file_watch_ = jobs_.inotify().watch(p, [weak] {
-      if (auto s = weak.lock()) s->pump();
-    });
-  }
-
   void end_follow() {
     if (subscription_) jobs_.unsubscribe(*subscription_);
     subscription_.reset();
-    if (file_watch_) jobs_.inotify().unwatch(*file_watch_);
-    file_watch_.reset();
+    if (follower_) follower_->close();
   }
 
   void close() {
@@ -409,18 +335,19 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   Socket socket_;
   JobManager& jobs_;
   std::shared_ptr<std::uint64_t> http_requests_;  // the server's, counted by every session
-  const std::string* token_;                      // non-null: bearer token required (TCP)
-  TcpAdmission tcp_;
+  ApiServer::Shared& shared_;
+  TcpAdmission tcp_;  // TCP only: its gate (every request passes it) and its place in the cap
   bool authenticated_ = false;
+  std::chrono::steady_clock::time_point auth_deadline_;  // TCP: an authenticated request by then, or closed
+  std::string session_;                                  // the dashboard session of the last request, if any
+  bool head_ = false;                                    // the request being answered is a HEAD
   asio::steady_timer idle_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   // follow
   JobId follow_id_ = 0;
-  std::string follow_rank_, follow_stream_;
-  std::optional<int> subscription_, file_watch_;
-  std::ifstream file_;
-  std::filesystem::path file_path_;
+  std::optional<LogFollower> follower_;
+  std::optional<int> subscription_;
   std::string chunk_;
   bool writing_ = false, pump_again_ = false, follow_done_ = false;
   std::array<char, 256> discard_{};
@@ -429,7 +356,9 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 }  // namespace
 
 ApiServer::ApiServer(asio::io_context& io, JobManager& jobs, ApiLimits limits)
-    : io_(io), jobs_(jobs), limits_(limits), accept_pause_(io) {}
+    : io_(io), jobs_(jobs), limits_(limits), accept_pause_(io), shared_(jobs) {
+  shared_.daemon = {{"pid", ::getpid()}, {"state_dir", jobs.config().state_dir.string()}, {"tcp", nullptr}};
+}
 
 void ApiServer::listen_unix(const fs::path& path) {
   using proto = asio::local::stream_protocol;
@@ -456,7 +385,6 @@ void ApiServer::listen_unix(const fs::path& path) {
 }
 
 std::uint16_t ApiServer::listen_tcp(const std::string& host, std::uint16_t port, std::string token) {
-  token_ = std::move(token);
   tcp_.emplace(io_);
   asio::ip::tcp::endpoint ep(asio::ip::make_address(host), port);
   tcp_->open(ep.protocol());
@@ -465,8 +393,12 @@ std::uint16_t ApiServer::listen_tcp(const std::string& host, std::uint16_t port,
   tcp_->bind(ep, ec);
   if (ec) throw Error(fmt::format("cannot listen on {}:{}: {}", host, port, ec.message()));
   tcp_->listen();
+  auto bound = tcp_->local_endpoint().port();
+  gate_.emplace(std::move(token), bound, ep.address().is_loopback(), random_hex);
+  shared_.gate = &*gate_;
+  shared_.daemon["tcp"] = {{"host", host}, {"port", bound}};
   accept_tcp();
-  return tcp_->local_endpoint().port();
+  return bound;
 }
 
 // Out of descriptors (EMFILE): accepting again at once would spin; wait for sessions to close.
@@ -482,7 +414,7 @@ void ApiServer::accept_unix() {
   unix_->async_accept([this](boost::system::error_code ec, asio::local::stream_protocol::socket s) {
     if (ec == asio::error::operation_aborted) return;
     if (ec) return accept_later(&ApiServer::accept_unix);
-    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, http_requests_, nullptr)
+    std::make_shared<Session<asio::local::stream_protocol::socket>>(std::move(s), jobs_, http_requests_, shared_)
         ->start();
     accept_unix();
   });
@@ -498,8 +430,9 @@ void ApiServer::accept_tcp() {
       tcp_full_logged_ = false;
       boost::system::error_code nec;
       s.set_option(asio::ip::tcp::no_delay(true), nec);
-      std::make_shared<Session<asio::ip::tcp::socket>>(std::move(s), jobs_, http_requests_, &token_,
-                                                       TcpAdmission{tcp_open_, limits_.tcp_auth_timeout})
+      std::make_shared<Session<asio::ip::tcp::socket>>(
+          std::move(s), jobs_, http_requests_, shared_,
+          TcpAdmission{TcpSlot(tcp_open_), limits_.tcp_auth_timeout, &*gate_})
           ->start();
     }
     accept_tcp();
@@ -514,15 +447,12 @@ void ApiServer::refuse_tcp(asio::ip::tcp::socket& s) {
                  *tcp_open_);
     tcp_full_logged_ = true;
   }
-  http::response<http::string_body> res{http::status::service_unavailable, 11};
-  res.set(http::field::content_type, "application/json");
+  auto res = error_response(503, fmt::format("too many connections: the daemon serves at most {} TCP clients at "
+                                             "once (--max-tcp-connections); retry later",
+                                             limits_.max_tcp_connections));
   res.set(http::field::server, "ddp-launch");
   res.set(http::field::retry_after, "1");
   res.keep_alive(false);
-  res.body() = safe_dump({{"error", fmt::format("too many connections: the daemon serves at most {} TCP clients at "
-                                                "once (--max-tcp-connections); retry later",
-                                                limits_.max_tcp_connections)},
-                          {"status", 503}});
   res.prepare_payload();
   boost::system::error_code ec;
   s.non_blocking(true, ec);

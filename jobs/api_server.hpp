@@ -3,17 +3,27 @@
 // and, when asked, on TCP (every request but /healthz needs `Authorization: Bearer <token>`).
 //
 //   POST /v1/jobs                      body: job YAML (X-Ddp-File names it in errors) → 201 job
+//   POST /v1/jobs/validate             the same, not submitted → 200 {"ok", "error", "problems"}
 //   GET  /v1/jobs?state=S&limit=N      newest first
 //   GET  /v1/jobs/{id}                 job, with its spec
 //   POST /v1/jobs/{id}/cancel          → 202 job (CANCELLING or CANCELLED)
 //   GET  /v1/jobs/{id}/events          state transitions and supervisor events
 //   GET  /v1/jobs/{id}/logs?rank=N|supervisor&stream=stdout|stderr&follow=1
 //   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in each rank's output
+//   GET  /v1/host                      slots, GPUs and their jobs, the queue, jobs by state
+//   GET  /v1/daemon                    pid, state directory, TCP address (`ddp-launch ui`)
+//   POST /v1/dashboard/login-link      → 201 {"code", "expires_in_s"}: a one-time login (`ddp-launch ui`)
 //   GET  /metrics                      Prometheus text
 //   GET  /healthz
+//   GET  /ui/events?view=…             the dashboard's live stream (Server-Sent Events, dashboard/live_stream.hpp)
 // Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving. TCP clients
 // are admitted by ApiLimits (api_policy.hpp): a cap (503 beyond it) and a deadline for an
-// authenticated request; the unix socket has neither.
+// authenticated request; the unix socket has neither. On TCP the web dashboard is served too, and
+// every request passes its gate first (dashboard/gate.hpp: bearer token, or a browser session by
+// a login link or the token; CSRF for a session's state-changing requests; the Host header). Every
+// reply carries the dashboard's security headers and `Cache-Control: no-store` unless it says
+// otherwise (job files, environments and logs stay out of browser caches); a HEAD is answered as
+// its GET without the body.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -25,6 +35,8 @@
 #include <string>
 
 #include "jobs/api_policy.hpp"
+#include "jobs/dashboard/gate.hpp"
+#include "jobs/dashboard/live_stream.hpp"
 #include "jobs/job_manager.hpp"
 
 namespace ddp::jobs {
@@ -33,6 +45,14 @@ inline constexpr std::size_t kMaxRequestBody = 1 << 20;  // a job file is a few 
 
 class ApiServer {
  public:
+  // What every session reads (lives as long as the server; sessions touch it only in handlers).
+  struct Shared {
+    explicit Shared(JobManager& jobs) : metrics(jobs) {}
+    dashboard::MetricsCache metrics;  // the live streams' charts
+    nlohmann::json daemon;            // GET /v1/daemon
+    dashboard::Gate* gate = nullptr;  // with --listen: the unix socket's `ui` asks it for login links
+  };
+
   ApiServer(boost::asio::io_context& io, JobManager& jobs, ApiLimits limits = {});
   void listen_unix(const std::filesystem::path& path);  // creates the socket with mode 0600
   // Returns the bound port (port 0 picks one).
@@ -53,7 +73,8 @@ class ApiServer {
   boost::asio::steady_timer accept_pause_;
   std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
   std::optional<boost::asio::ip::tcp::acceptor> tcp_;
-  std::string token_;
+  std::optional<dashboard::Gate> gate_;  // with tcp_
+  Shared shared_;
   std::filesystem::path unix_path_;
 };
 

@@ -1,5 +1,5 @@
 // The daemon's CLI clients: `ddp-launch submit FILE`, `list`, `status ID`, `logs ID [-f]
-// [--rank N]`, `cancel ID`. They talk HTTP to the daemon's unix socket.
+// [--rank N]`, `cancel ID`, `ui [--open]`. They talk HTTP to the daemon's unix socket.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -11,6 +11,8 @@
 #include "jobs/api_client.hpp"
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"
+#include "jobs/dashboard/session.hpp"
+#include "platform/subprocess.hpp"
 
 namespace ddp::cli {
 
@@ -214,11 +216,47 @@ Command add_cancel_command(CLI::App& app) {
           }};
 }
 
+// The dashboard's one-time login URL (`ddp-launch ui`), for the daemon the socket leads to (mode
+// 0600: its owner): its TCP address from GET /v1/daemon, a login code from POST /v1/dashboard/login-link.
+Command add_ui_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("ui", "Print the web dashboard's login URL of the running daemon (--listen)");
+  auto socket = std::make_shared<std::string>();
+  auto open = std::make_shared<bool>(false);
+  sub->add_flag("--open", *open, "Also open it in the desktop's browser (xdg-open)");
+  add_socket_option(sub, *socket);
+  return {sub, [=]() -> int {
+            jobs::ApiClient client(socket_of(*socket));
+            auto daemon = checked(client.request("GET", "/v1/daemon"));
+            if (!daemon["tcp"].is_object()) {
+              throw Error(fmt::format(
+                  "the daemon (pid {}) serves no TCP address, so no dashboard: restart it with `ddp-launch daemon "
+                  "--listen 127.0.0.1:8470` (any HOST:PORT)",
+                  daemon["pid"].get<long long>()));
+            }
+            // A one-time code, not the token: the browser keeps the URL it opens in its history,
+            // and xdg-open's browser shows it on its command line to every user of the host.
+            auto link = checked(client.request("POST", "/v1/dashboard/login-link"));
+            auto url = jobs::dashboard::dashboard_url(daemon["tcp"]["host"].get<std::string>(),
+                                                      daemon["tcp"]["port"].get<std::uint16_t>(),
+                                                      link["code"].get<std::string>());
+            std::cout << url << std::endl;
+            std::cerr << fmt::format("(a one-time login link, valid {} min: run `ddp-launch ui` again for another)\n",
+                                     link["expires_in_s"].get<long long>() / 60);
+            if (!*open) return 0;
+            auto r = run_command({"xdg-open", url}, std::chrono::seconds(15));
+            if (!r.ok()) {
+              throw Error(fmt::format("xdg-open could not open the URL ({}); open the URL above in a browser",
+                                      r.started ? r.output.substr(0, 300) : r.start_error));
+            }
+            return 0;
+          }};
+}
+
 }  // namespace
 
 std::vector<Command> add_job_client_commands(CLI::App& app) {
-  return {add_submit_command(app), add_list_command(app), add_status_command(app), add_logs_command(app),
-          add_cancel_command(app)};
+  return {add_submit_command(app), add_list_command(app),   add_status_command(app),
+          add_logs_command(app),   add_cancel_command(app), add_ui_command(app)};
 }
 
 }  // namespace ddp::cli

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "common/error.hpp"
-#include "common/net.hpp"
 #include "common/gpu.hpp"
+#include "common/net.hpp"
 #include "platform/proc.hpp"
 #include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
@@ -147,8 +147,8 @@ void add_daemon_options(CLI::App* sub, DaemonArgs& a) {
                   "Unix socket of the API, mode 0600 (default: $DDP_DAEMON_SOCKET, "
                   "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or <state-dir>/daemon.sock)");
   sub->add_option("--listen", a.listen,
-                  "Also serve the API on TCP HOST:PORT; every request needs the bearer "
-                  "token in <state-dir>/token");
+                  "Also serve the API and the web dashboard on TCP HOST:PORT; every request needs the "
+                  "token in <state-dir>/token (a bearer header, or the browser's login: `ddp-launch ui`)");
   sub->add_option("--slots", a.slots, "CPU slots (one per rank) jobs may use (default: the CPU count)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--gpus", a.gpus,
@@ -193,6 +193,8 @@ int run_daemon(const DaemonArgs& a) {
   std::string tcp = a.listen.empty() ? "" : listen_tcp(server, a.listen, token);
   spdlog::info("daemon ready: {} slots, {} GPUs, state in {}", config.inventory.slots,
                config.inventory.gpu_indices.size(), state_dir.string());
+  // The token stays out of the log (it may go to a journal others read): `ui` prints the login URL.
+  if (!tcp.empty()) spdlog::info("web dashboard on http://{}/ (`ddp-launch ui` prints its login URL)", tcp.substr(5));
   // One line on stdout for scripts and tests: where to reach it.
   std::cout << "listening unix=" << socket.string() << tcp << std::endl;
 
@@ -205,7 +207,8 @@ int run_daemon(const DaemonArgs& a) {
 Command add_daemon_command(CLI::App& app) {
   auto* sub = app.add_subcommand("daemon",
                                  "Run the job daemon: queue YAML jobs, hand out slots and GPUs, run each "
-                                 "under its own supervisor (HTTP API on a unix socket)");
+                                 "under its own supervisor (HTTP API on a unix socket; with --listen, "
+                                 "also on TCP with the web dashboard)");
   auto a = std::make_shared<DaemonArgs>();
   add_daemon_options(sub, *a);
   return {sub, [a]() -> int { return run_daemon(*a); }};

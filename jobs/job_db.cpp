@@ -295,4 +295,22 @@ std::vector<EventRow> JobDb::events(JobId id, std::optional<std::string> type) c
   return out;
 }
 
+std::vector<TransitionRow> JobDb::transitions_after(JobId id, std::int64_t after_seq, std::size_t limit) const {
+  Stmt s(db_,
+         "SELECT time, from_state, to_state, reason, run, id FROM transitions WHERE job_id=? AND id>? ORDER BY id "
+         "LIMIT ?");
+  s.bind(1, id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
+  std::vector<TransitionRow> out;
+  while (s.step()) out.push_back({s.f64(0), s.text(1), s.text(2), s.text(3), s.i32(4), s.i64(5)});
+  return out;
+}
+
+std::vector<EventRow> JobDb::events_after(JobId id, std::int64_t after_seq, std::size_t limit) const {
+  Stmt s(db_, "SELECT time, run, type, data, id FROM events WHERE job_id=? AND id>? ORDER BY id LIMIT ?");
+  s.bind(1, id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
+  std::vector<EventRow> out;
+  while (s.step()) out.push_back({s.f64(0), s.i32(1), s.text(2), s.text(3), s.i64(4)});
+  return out;
+}
+
 }  // namespace ddp::jobs

@@ -52,6 +52,7 @@ struct TransitionRow {
   double time = 0;
   std::string from, to, reason;
   int run = 0;
+  std::int64_t seq = 0;  // its row id when read back: rows after a seq are the newer ones
 };
 
 struct EventRow {
@@ -59,6 +60,7 @@ struct EventRow {
   int run = 0;
   std::string type;
   std::string data_json;
+  std::int64_t seq = 0;  // its row id when read back: rows after a seq are the newer ones
 };
 
 class JobDb {
@@ -80,6 +82,10 @@ class JobDb {
   std::vector<JobRecord> load_jobs();
   std::vector<TransitionRow> transitions(JobId id);
   std::vector<EventRow> events(JobId id, std::optional<std::string> type = std::nullopt) const;
+  // The rows written after row `after_seq` (0: from the first), oldest first, at most `limit`: what a
+  // live view has not shown yet, read through the job_id index without rereading the older rows.
+  std::vector<TransitionRow> transitions_after(JobId id, std::int64_t after_seq, std::size_t limit) const;
+  std::vector<EventRow> events_after(JobId id, std::int64_t after_seq, std::size_t limit) const;
 
  private:
   void exec(const char* sql);

@@ -12,8 +12,8 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
-#include "common/user_regex.hpp"
 #include "common/fault_injection.hpp"
+#include "common/user_regex.hpp"
 #include "jobs/local_executor.hpp"
 #include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"
@@ -108,7 +108,16 @@ void JobManager::unsubscribe(int token) {
   }
 }
 
+int JobManager::watch_changes(std::function<void(JobId)> cb) {
+  int token = next_subscriber_++;
+  change_watchers_.emplace(token, std::move(cb));
+  return token;
+}
+
+void JobManager::unwatch_changes(int token) { change_watchers_.erase(token); }
+
 void JobManager::notify(JobId id) {
+  for (const auto& [token, watcher] : change_watchers_) watcher(id);
   std::vector<std::pair<int, std::function<void()>>> calls;
   auto range = subscribers_.equal_range(id);
   for (auto it = range.first; it != range.second; ++it) calls.push_back(it->second);
@@ -128,12 +137,26 @@ void JobManager::notify(JobId id) {
 // ---------------------------------------------------------------------------------------------
 // Submit, schedule, launch
 
-json JobManager::submit(const std::string& yaml, const std::string& file_name) {
+JobSpec JobManager::checked_spec(const std::string& yaml, const std::string& file_name) const {
   JobSpec spec = parse_job_spec(yaml, file_name);
-  ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
   if (spec.executor == "local") {
-    if (auto why = scheduler_.never_fits(req)) throw JobError(JobErrorKind::DoesNotFit, *why);
+    if (auto why = scheduler_.never_fits({spec.resources.nproc_per_node, spec.resources.gpus_per_node}))
+      throw JobError(JobErrorKind::DoesNotFit, *why);
   }
+  return spec;
+}
+
+json JobManager::validate(const std::string& yaml, const std::string& file_name) const {
+  auto spec = checked_spec(yaml, file_name);
+  return {{"name", spec.name},
+          {"nodes", spec.resources.nodes},
+          {"nproc_per_node", spec.resources.nproc_per_node},
+          {"gpus_per_node", spec.resources.gpus_per_node}};
+}
+
+json JobManager::submit(const std::string& yaml, const std::string& file_name) {
+  JobSpec spec = checked_spec(yaml, file_name);
+  ResourceRequest req{spec.resources.nproc_per_node, spec.resources.gpus_per_node};
   auto job = std::make_unique<Job>();
   job->spec = spec;
   job->rec.name = spec.name;
@@ -152,6 +175,7 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
   spdlog::info("job {} ({}) submitted: {} node(s) × {} rank(s), {} GPU(s) per node, priority {}, executor {}", id,
                spec.name, spec.resources.nodes, req.slots, req.gpus, spec.priority, spec.executor);
   enqueue(ref);
+  notify(id);  // a job that waits in the queue changed nothing else, but it is new
   return to_json(ref, false);
 }
 

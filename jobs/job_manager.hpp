@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/events.hpp"
+#include "common/inotify.hpp"
 #include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
-#include "common/inotify.hpp"
 #include "jobs/job_db.hpp"
 #include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
@@ -45,6 +45,9 @@ class JobManager {
 
   // Operations of the API (throw JobError, or JobSpecError for a job file with problems).
   nlohmann::json submit(const std::string& yaml, const std::string& file_name);
+  // What submit would refuse (JobSpecError, JobError DoesNotFit), without submitting; else the
+  // spec's name and size.
+  nlohmann::json validate(const std::string& yaml, const std::string& file_name) const;
   // list and get answer from per-job JSON texts cached until anything changes (a job, the
   // queue): at a thousand requests a second most of them change nothing.
   std::string list_text(std::optional<JobState> state, std::size_t limit) const;
@@ -64,10 +67,27 @@ class JobManager {
   // Called after any change of job `id` (log followers re-check their file).
   int subscribe(JobId id, std::function<void()> cb);
   void unsubscribe(int token);
+  // Called with the job's id after any change of any job (its state, its events, a submit): the
+  // dashboard's live views. Called at once, inside the change: the callback only takes note (it
+  // must not call into the manager). With no watcher, a change costs nothing more.
+  int watch_changes(std::function<void(JobId)> cb);
+  void unwatch_changes(int token);
+
+  // The dashboard's views (job_views.cpp): the host's slots and GPUs (and their jobs), the queue in
+  // order and the jobs by state; a job's transitions and events newer than a cursor (at most
+  // `limit` rows of each), which advances past what it returns.
+  struct TimelineCursor {
+    std::int64_t transitions = 0, events = 0;
+  };
+  nlohmann::json host() const;
+  nlohmann::json timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const;
+  const DaemonConfig& config() const { return config_; }
+  std::string run_dir(JobId id) const;  // the latest run's directory; "" before the first
   ddp::Inotify& inotify() { return inotify_; }
 
  private:
   struct Job;
+  JobSpec checked_spec(const std::string& yaml, const std::string& file_name) const;
   void set_state(Job& job, JobState to, const std::string& reason);
   void persist(Job& job);
   void schedule();
@@ -113,6 +133,7 @@ class JobManager {
   bool kill_after_spawn_ = false;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
+  std::map<int, std::function<void(JobId)>> change_watchers_;
   int next_subscriber_ = 1;
   std::uint64_t submitted_total_ = 0;
   std::uint64_t restarts_total_ = 0;

@@ -54,6 +54,22 @@ json hangs_of(const std::vector<EventRow>& rows) {
   return out;
 }
 
+json transition_json(const TransitionRow& t) {
+  return {{"time", t.time}, {"from", t.from}, {"to", t.to}, {"reason", t.reason}, {"run", t.run}};
+}
+
+// The event's own JSON line (as the supervisor wrote it) and the run it belongs to.
+json event_json(const EventRow& e) {
+  json data;
+  try {
+    data = json::parse(e.data_json);
+  } catch (const std::exception&) {
+  }
+  if (!data.is_object()) data = {{"event", e.type}, {"text", e.data_json}};  // rows are written as objects
+  data["run"] = e.run;
+  return data;
+}
+
 }  // namespace
 
 json JobManager::to_json(const Job& job, bool detail) const {
@@ -118,22 +134,58 @@ json JobManager::get(JobId id) const { return to_json(find(id), true); }
 json JobManager::events(JobId id) {
   find(id);
   json transitions = json::array();
-  for (const auto& t : db_.transitions(id)) {
-    transitions.push_back({{"time", t.time}, {"from", t.from}, {"to", t.to}, {"reason", t.reason}, {"run", t.run}});
-  }
+  for (const auto& t : db_.transitions(id)) transitions.push_back(transition_json(t));
   json evs = json::array();
-  for (const auto& e : db_.events(id)) {
-    json data;
-    try {
-      data = json::parse(e.data_json);
-    } catch (const std::exception&) {
-      data = e.data_json;
-    }
-    data["run"] = e.run;
-    evs.push_back(data);
-  }
+  for (const auto& e : db_.events(id)) evs.push_back(event_json(e));
   return {{"id", id}, {"transitions", transitions}, {"events", evs}};
 }
+
+json JobManager::timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const {
+  find(id);
+  json transitions = json::array();
+  for (const auto& t : db_.transitions_after(id, cursor.transitions, limit)) {
+    transitions.push_back(transition_json(t));
+    cursor.transitions = t.seq;
+  }
+  json evs = json::array();
+  for (const auto& e : db_.events_after(id, cursor.events, limit)) {
+    evs.push_back(event_json(e));
+    cursor.events = e.seq;
+  }
+  return {{"transitions", transitions}, {"events", evs}};
+}
+
+json JobManager::host() const {
+  json gpus = json::array();
+  for (int g : config_.inventory.gpu_indices) {
+    auto owner = scheduler_.gpu_owner(g);
+    gpus.push_back({{"index", g}, {"job", owner ? json(*owner) : json(nullptr)}});
+  }
+  json queue = json::array();
+  for (JobId id : scheduler_.queued()) {
+    const auto& job = find(id);
+    queue.push_back({{"id", id},
+                     {"name", job.rec.name},
+                     {"priority", job.rec.priority},
+                     {"slots", job.spec.resources.nproc_per_node},
+                     {"gpus", job.spec.resources.gpus_per_node},
+                     {"submitted_at", job.rec.submitted_at},
+                     {"reason", scheduler_.pending_reason(id).value_or(job.rec.reason)}});
+  }
+  json by_state = json::object();
+  for (const auto& [id, job] : jobs_) {
+    auto name = std::string(state_name(job->rec.state));
+    by_state[name] = by_state.value(name, 0) + 1;
+  }
+  return {{"slots_total", scheduler_.slots_total()},
+          {"slots_in_use", scheduler_.slots_in_use()},
+          {"gpus", gpus},
+          {"queue", queue},
+          {"jobs_by_state", by_state},
+          {"jobs_total", jobs_.size()}};
+}
+
+std::string JobManager::run_dir(JobId id) const { return find(id).rec.run_dir; }
 
 std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
   const auto& job = find(id);
@@ -148,7 +200,7 @@ json JobManager::job_metrics(JobId id) const {
   for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
   json ranks = json::object(), sources = json::object();
   for (const auto& [rank, path] : files) {
-    std::string text = read_file_tail(path, 4 << 20);
+    std::string text = patterns.empty() ? std::string() : read_file_tail(path, 4 << 20);
     json series = json::object();
     for (const auto& [name, re] : patterns) {
       json values = json::array();

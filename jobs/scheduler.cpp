@@ -107,4 +107,11 @@ std::optional<JobId> Scheduler::gpu_owner(int gpu) const {
   return it->second;
 }
 
+std::vector<JobId> Scheduler::queued() const {
+  std::vector<JobId> out;
+  out.reserve(queue_.size());
+  for (const auto& q : queue_) out.push_back(q.id);
+  return out;
+}
+
 }  // namespace ddp::jobs

@@ -53,6 +53,7 @@ class Scheduler {
   std::optional<std::string> pending_reason(JobId id) const;
 
   std::size_t queue_length() const { return queue_.size(); }
+  std::vector<JobId> queued() const;  // the queue in the order it is served
   int slots_total() const { return inventory_.slots; }
   int slots_in_use() const { return slots_used_; }
   int gpus_total() const { return static_cast<int>(inventory_.gpu_indices.size()); }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/markup.hpp"
 #include "launcher/metrics.hpp"
 
 namespace ddp::launcher {
@@ -22,20 +23,6 @@ std::vector<std::string_view> split(std::string_view line, char sep) {
     if (pos == std::string_view::npos) return out;
     line.remove_prefix(pos + 1);
   }
-}
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 std::string tick_label(double v, double step) {
@@ -77,8 +64,8 @@ RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, s
     int attempt = 0;
     double value = 0, time = 0;
   };
-  std::map<std::pair<double, int>, Reported> latest;  // (step, rank) → its latest attempt's report
-  std::map<std::pair<int, int>, std::vector<double>> throughput;    // (rank, attempt) → samples_per_s
+  std::map<std::pair<double, int>, Reported> latest;              // (step, rank) → its latest attempt's report
+  std::map<std::pair<int, int>, std::vector<double>> throughput;  // (rank, attempt) → samples_per_s
   std::set<int> ranks;
   double t_first = std::numeric_limits<double>::infinity(), t_last = -t_first;
   int max_attempt = 0;
@@ -114,7 +101,7 @@ RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, s
     }
   }
   std::map<double, std::pair<double, int>> by_step;  // step → (sum, count)
-  std::map<double, double> step_time;  // step → when its last rank reported it
+  std::map<double, double> step_time;                // step → when its last rank reported it
   for (const auto& [key, v] : latest) {
     auto& s = by_step[key.first];
     s.first += v.value;
@@ -233,9 +220,10 @@ void check_positive(const std::vector<RunSummary>& runs, std::string_view metric
   for (const auto& r : runs) {
     for (std::size_t i = 0; i < r.curve.size(); ++i) {
       if (r.curve[i].second > 0) continue;
-      throw UsageError(fmt::format("--log-y: {} has {} {} at step {:g}, which a log scale cannot show; drop --log-y "
-                                   "(or chart another --metric)",
-                                   r.label, metric, r.curve[i].second, r.curve[i].first));
+      throw UsageError(
+          fmt::format("--log-y: {} has {} {} at step {:g}, which a log scale cannot show; drop --log-y "
+                      "(or chart another --metric)",
+                      r.label, metric, r.curve[i].second, r.curve[i].first));
     }
   }
 }
@@ -279,7 +267,7 @@ std::string svg_axes(const Frame& f, std::string_view x_name, std::string_view m
   s += fmt::format(
       "<text class=\"ylabel\" x=\"18\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {0})\">{1}{2}"
       "</text>\n",
-      (top + H - bottom) / 2, xml_escape(metric), f.y.log ? " (log scale)" : "");
+      (top + H - bottom) / 2, escape_markup(metric), f.y.log ? " (log scale)" : "");
   return s;
 }
 
@@ -297,13 +285,13 @@ std::string svg_curves(const Frame& f, const std::vector<RunSummary>& runs, Char
     std::string d;
     for (auto [cx, cy] : curve) d += fmt::format("{}{:.1f} {:.1f}", d.empty() ? "M" : " L", f.px(cx), f.py(cy));
     s += fmt::format("<path class=\"curve\" stroke=\"{}\" d=\"{}\"><title>{}</title></path>\n", color, d,
-                     xml_escape(r.label));
+                     escape_markup(r.label));
     double ly = top + 10 + 18 * static_cast<double>(drawn);
     legend += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
         "<text x=\"{4}\" y=\"{5:.1f}\">{6}</text>\n",
         W - right - 230, ly, W - right - 205, color, W - right - 198, ly + 4,
-        xml_escape(fmt::format("{} ({} rank{})", r.label, r.world_size, r.world_size == 1 ? "" : "s")));
+        escape_markup(fmt::format("{} ({} rank{})", r.label, r.world_size, r.world_size == 1 ? "" : "s")));
     ++drawn;
   }
   s += "</g>\n";
@@ -336,7 +324,7 @@ std::string render_chart_svg(const std::vector<RunSummary>& runs, std::string_vi
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{3} vs {4}</text>\n",
-      Frame::W, Frame::H, (Frame::left + Frame::W - Frame::right) / 2, xml_escape(metric),
+      Frame::W, Frame::H, (Frame::left + Frame::W - Frame::right) / 2, escape_markup(metric),
       options.x == ChartX::Time ? "time" : "step");
   s += svg_axes(f, x_name, metric);
   s += svg_curves(f, runs, options.x);

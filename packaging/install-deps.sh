@@ -13,10 +13,17 @@ PACKAGES=(
   libre2-dev                     # RE2: linear-time regexes over user output (metrics, log patterns)
   librsvg2-bin                   # rsvg-convert: `ddp-launch report --out chart.png`
   gdb                            # native stacks of hung C++ ranks (launcher/hang_forensics.hpp)
-  debootstrap                    # torch 2.x client chroots for the store tests
+  debootstrap                    # torch 2.x client chroots for the store tests; the .deb's Debian 12 root
+  dpkg-dev file help2man lintian # the .deb: dpkg-shlibdeps (Depends), man pages from --help, its checks
   slurmctld slurmd slurm-client munge   # Slurm 22.05 for tests/integration/slurm (the tests start it)
   g++-mingw-w64-x86-64-posix wine64     # ddp-launch.exe: cross-built (build-windows.sh), tested under Wine
+  chromium fonts-dejavu-core     # the dashboard's browser test (headless, driven by playwright-core)
 )
+# Node.js and npm: the build installs the dashboard's pinned packages with `npm ci`, the browser
+# test runs on node. A machine that has them from elsewhere keeps its own (nodesource's nodejs
+# bundles npm); a fresh Debian 12 gets Debian's (nodejs 18, npm 9).
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 ./packaging/install-deps.sh
 ./packaging/build.sh
 ./packaging/build-windows.sh  # ddp-launch.exe for the windows tests (run under Wine)
-./tests/chroot/prepare.sh  # torch 2.6/2.14 chroots for the torch2x tests, built once per machine
+./tests/chroot/prepare.sh  # Debian chroots (torch2x: torch 2.6/2.14; deb: Debian 12), built once per machine
+./packaging/build-deb.sh >/dev/null  # the release build + .deb the deb tests install (their fixture reruns it: a no-op)
 ctest --preset "${PRESET:-ci}" "$@"   # presets live in the source dir; the build dir comes from the preset

@@ -1,6 +1,10 @@
 #!/bin/bash
-# run-in-root.sh NAME [--bind DIR]... -- CMD [ARG...] -- run CMD inside the cached chroot NAME
-# (torch-2.6 or torch-2.14, built by make-root.sh) with the host's network.
+# run-in-root.sh NAME [--bind DIR]... [--overlay DIR] -- CMD [ARG...] -- run CMD inside the cached
+# chroot NAME (one of roots.sh's, built by make-root.sh) with the host's network.
+#
+# --overlay DIR: the root is the read-only lower layer of an overlay whose changes go to
+# DIR/upper, so CMD may install packages without touching the cached root; the next run with the
+# same DIR sees them (one run at a time per DIR). Removing DIR discards them.
 #
 # /proc, /sys, /dev, /dev/pts, a private /dev/shm and each --bind DIR (at the same path) are
 # mounted in a private mount namespace: the host never sees them, they vanish with the command
@@ -19,16 +23,19 @@ HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 
 NAME=${1:-}
 if [ -z "$(suite_of "$NAME")" ]; then
-    echo "usage: $0 {$(echo "$KNOWN_ROOTS" | tr ' ' '|')} [--bind DIR]... -- CMD [ARG...]" >&2
+    echo "usage: $0 {$(echo "$KNOWN_ROOTS" | tr ' ' '|')} [--bind DIR]... [--overlay DIR] -- CMD [ARG...]" >&2
     exit 125
 fi
 shift
 ROOT=${DDP_CHROOT_DIR:-$CHROOT_CACHE/$NAME}
 BINDS=()
+OVERLAY=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --bind) [ $# -ge 2 ] || { echo "run-in-root.sh: --bind needs a directory" >&2; exit 125; }
                 BINDS+=("$(readlink -f "$2")"); shift 2 ;;
+        --overlay) [ $# -ge 2 ] || { echo "run-in-root.sh: --overlay needs a directory" >&2; exit 125; }
+                OVERLAY=$(readlink -f "$2"); shift 2 ;;
         --) shift; break ;;
         *) break ;;
     esac
@@ -49,12 +56,19 @@ if [ -z "${_DDP_IN_MOUNT_NS:-}" ]; then
     fi
     BIND_ARGS=()
     for b in "${BINDS[@]}"; do BIND_ARGS+=(--bind "$b"); done
+    [ -n "$OVERLAY" ] && BIND_ARGS+=(--overlay "$OVERLAY")
     exec env _DDP_IN_MOUNT_NS=1 DDP_CHROOT_DIR="$ROOT" \
         unshare --mount --propagation private "$HERE/run-in-root.sh" "$NAME" "${BIND_ARGS[@]}" -- "$@"
 fi
 
 # Now in the private namespace: mount, then hand over to CMD.
 ROOT=$(readlink -f "$ROOT")
+if [ -n "$OVERLAY" ]; then
+    mkdir -p "$OVERLAY/upper" "$OVERLAY/work" "$OVERLAY/merged" &&
+        mount -t overlay overlay -o "lowerdir=$ROOT,upperdir=$OVERLAY/upper,workdir=$OVERLAY/work" \
+            "$OVERLAY/merged" || { echo "run-in-root.sh: cannot mount the overlay in $OVERLAY" >&2; exit 125; }
+    ROOT=$OVERLAY/merged
+fi
 mount -t proc proc "$ROOT/proc" &&
     mount -t sysfs sysfs "$ROOT/sys" &&
     mount --bind /dev "$ROOT/dev" &&
