@@ -15,7 +15,6 @@
   its running job and its job database are intact afterwards.
 """
 import http.client
-import json
 import os
 import re
 import socket
@@ -40,8 +39,8 @@ class Box:
     def __init__(self):
         self.d = Daemon("--listen", "127.0.0.1:0", "--tcp-auth-timeout", str(AUTH_TIMEOUT),
                         "--max-tcp-connections", str(MAX_TCP), "--slots", "2")
-        self.port = int(self.d.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
-        self.token = open(os.path.join(self.d.state, "token")).read().strip()
+        self.port = self.d.tcp_port()
+        self.token = self.d.token()
         self.job = self.d.submit(f"name: survivor\ncommand: [{PYTHON}, -c, 'import time; time.sleep(600)']\n")
         self.d.wait_state(self.job, "RUNNING", 60)
         self.job_pid = self.d.job(self.job).get("pid")

@@ -88,8 +88,8 @@ class EventReader:
 def main():
     d = Daemon("--listen", "127.0.0.1:0", "--slots", "2")
     try:
-        port = int(d.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
-        token = open(os.path.join(d.state, "token")).read().strip()
+        port = d.tcp_port()
+        token = d.token()
         pid = d.proc.pid
 
         # No stream open: an idle daemon does nothing at all.

@@ -48,8 +48,8 @@ def test_ui_without_listen():
 def test_ui_and_sessions():
     d = Daemon("--listen", "127.0.0.1:0")
     try:
-        port = int(d.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
-        token = open(os.path.join(d.state, "token")).read().strip()
+        port = d.tcp_port()
+        token = d.token()
         r = d.cli("ui")
         check(r.returncode == 0, f"ui: {r.stderr}")
         m = re.fullmatch(rf"http://127\.0\.0\.1:{port}/\?login=([0-9a-f]{{48}})\n", r.stdout)
@@ -109,8 +109,8 @@ def test_ui_and_sessions():
 def test_live_log_follows_a_restart():
     d = Daemon("--listen", "127.0.0.1:0")
     try:
-        port = int(d.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
-        token = open(os.path.join(d.state, "token")).read().strip()
+        port = d.tcp_port()
+        token = d.token()
         marker = os.path.join(d.dir, "second")
         # Attempt 0 prints and fails; attempt 1 (the worker-group restart) prints and succeeds.
         program = (f"import os, sys, time\nsecond = os.path.exists('{marker}')\nopen('{marker}', 'a').close()\n"

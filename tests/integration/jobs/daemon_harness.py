@@ -48,6 +48,15 @@ class Daemon:
         self.out = LineReader(self.proc.stdout)
         self.ready_line = self.out.wait_for("listening unix=", timeout, "the daemon ready line")
 
+    def tcp_port(self):
+        """The port the daemon took for `--listen 127.0.0.1:0`, read from its ready line."""
+        return int(self.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
+
+    def token(self):
+        """The bearer token of the TCP API and the dashboard (<state-dir>/token)."""
+        with open(os.path.join(self.state, "token")) as f:
+            return f.read().strip()
+
     def log(self):
         with open(os.path.join(self.dir, "daemon.log")) as f:
             return f.read()

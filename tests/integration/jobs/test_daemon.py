@@ -49,10 +49,10 @@ def test_socket_is_private_and_healthy():
 
 
 def test_tcp_needs_the_bearer_token():
-    port = int(D.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
+    port = D.tcp_port()
     token_file = os.path.join(D.state, "token")
     check(stat.S_IMODE(os.stat(token_file).st_mode) == 0o600, "the token file is 0600")
-    token = open(token_file).read().strip()
+    token = D.token()
 
     def get(target, headers):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

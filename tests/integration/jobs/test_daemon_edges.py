@@ -19,15 +19,6 @@ from harness import DDP_LAUNCH, TestFailure, check, run_tests
 D = None  # one daemon for the protocol and job scenarios (TCP on, 2 slots)
 
 
-def tcp_port(d):
-    return int(d.ready_line.split("tcp=127.0.0.1:")[1].split()[0])
-
-
-def token_of(d):
-    with open(os.path.join(d.state, "token")) as f:
-        return f.read().strip()
-
-
 def lowered_open_files(n):
     def apply():
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
@@ -63,7 +54,7 @@ def test_tcp_flood_leaves_the_unix_socket_serving():
                preexec_fn=lowered_open_files(256))
     socks = []
     try:
-        port = tcp_port(d)
+        port = d.tcp_port()
         for _ in range(400):
             socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
         flooded = time.monotonic()
@@ -84,7 +75,7 @@ def test_tcp_flood_leaves_the_unix_socket_serving():
         check(b"--max-tcp-connections" in refused[0], f"the 503 names the flag: {refused[0]!r}")
         # Capacity is back: an authenticated TCP client is served, the daemon is up.
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.request("GET", "/v1/jobs", headers={"Authorization": "Bearer " + token_of(d)})
+        conn.request("GET", "/v1/jobs", headers={"Authorization": "Bearer " + d.token()})
         check(conn.getresponse().status == 200, "TCP serves again after the flood")
         conn.close()
         check(d.proc.poll() is None, "the daemon stays up")
@@ -192,7 +183,7 @@ def test_transfer_encoding_other_than_chunked_is_400_and_close():
 
 
 def test_the_bearer_scheme_is_case_insensitive():
-    port, token = tcp_port(D), token_of(D)
+    port, token = D.tcp_port(), D.token()
     for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"]:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.request("GET", "/v1/jobs", headers={"Authorization": f"{scheme} {token}"})
