@@ -20,6 +20,7 @@
 #include "common/error.hpp"
 #include "jobs/api_request.hpp"
 #include "jobs/api_routes.hpp"
+#include "jobs/dashboard/harden.hpp"
 #include "jobs/log_follower.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/tcp_slot.hpp"
@@ -44,18 +45,6 @@ struct TcpAdmission {
   std::chrono::milliseconds auth_timeout{0};
   dashboard::Gate* gate = nullptr;
 };
-
-// What every reply carries unless it says otherwise: the dashboard's security headers, and no
-// caching (the API's JSON holds job files, environments and logs: none of it belongs on the disk
-// cache of a browser that read it with a session).
-template <class Response>
-void harden(Response& res) {
-  for (auto [k, v] : dashboard::security_headers()) {
-    beast::string_view name(k.data(), k.size());
-    if (res.find(name) == res.end()) res.set(name, beast::string_view(v.data(), v.size()));
-  }
-  if (res.find(http::field::cache_control) == res.end()) res.set(http::field::cache_control, "no-store");
-}
 
 // n hex digits from the kernel's CSPRNG: the dashboard's session secrets.
 std::string random_hex(std::size_t n) {
@@ -238,7 +227,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
   void send(Response res, bool close_after) {
     res.keep_alive(!close_after);
     res.set(http::field::server, "ddp-launch");
-    harden(res);
+    dashboard::harden(res);
     res.prepare_payload();
     if (head_) {
       auto length = res.body().size();
@@ -263,7 +252,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     auto res = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
     res->set(http::field::content_type, "text/plain; charset=utf-8");
     res->set(http::field::server, "ddp-launch");
-    harden(*res);
+    dashboard::harden(*res);
     res->keep_alive(false);
     res->chunked(true);
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);

@@ -89,13 +89,12 @@ Admission Gate::admit(const WebRequest& r, TimePoint now) {
     if (get) return reply(login_page(200, "", safe_next(t.query.count("next") ? t.query["next"] : "/")));
   }
   if (s == std::vector<std::string>{"logout"} && r.method == "POST") return logout(r, now);
-  if (is_app_path(s) && get) return page(r, now);
+  if (is_app_path(s) && get) return page(r, t, now);
   return guarded(r, now);
 }
 
-Admission Gate::page(const WebRequest& r, TimePoint now) {
+Admission Gate::page(const WebRequest& r, const Target& t, TimePoint now) {
   const std::string target(r.target);
-  auto t = parse_target(target);
   if (auto it = t.query.find("login"); it != t.query.end()) {
     if (!links_.redeem(it->second, now)) {
       return reply(login_page(401,

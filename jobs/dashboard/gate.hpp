@@ -20,6 +20,7 @@
 #include <string_view>
 #include <utility>
 
+#include "jobs/api_request.hpp"
 #include "jobs/dashboard/pages.hpp"
 #include "jobs/dashboard/session.hpp"
 
@@ -63,10 +64,9 @@ class Gate {
     return sessions_.find(cookie_value, now) != nullptr;
   }
   std::size_t sessions() const { return sessions_.size(); }
-  const std::string& cookie() const { return cookie_; }  // the session cookie's name
 
  private:
-  Admission page(const WebRequest& r, TimePoint now);
+  Admission page(const WebRequest& r, const Target& t, TimePoint now);  // t: r.target parsed
   Admission login(const WebRequest& r, TimePoint now);
   Admission logout(const WebRequest& r, TimePoint now);
   Admission guarded(const WebRequest& r, TimePoint now);

@@ -1,7 +1,6 @@
 #include "jobs/dashboard/live_stream.hpp"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,10 +13,12 @@
 #include <optional>
 
 #include "common/clock.hpp"
+#include "jobs/dashboard/harden.hpp"
 #include "jobs/dashboard/live_plan.hpp"
 #include "jobs/dashboard/pages.hpp"
 #include "jobs/dashboard/sse.hpp"
 #include "jobs/log_follower.hpp"
+#include "platform/host.hpp"
 
 namespace ddp::jobs::dashboard {
 
@@ -34,12 +35,6 @@ constexpr std::size_t kTimelineRows = 500;    // transitions and events in one m
 constexpr std::size_t kListedJobs = 200;      // the job list: the newest
 constexpr std::size_t kChartPoints = 2000;    // a series' points in the chart
 constexpr auto kRetry = std::chrono::milliseconds(3000);
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
-  return name.data();
-}
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -60,13 +55,10 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   void start() {
     auto res = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
     res->set(http::field::content_type, "text/event-stream; charset=utf-8");
-    res->set(http::field::cache_control, "no-store");
     res->set(http::field::server, "ddp-launch");
     res->set("X-Accel-Buffering", "no");  // a reverse proxy in front must not hold the messages back
-    for (auto [k, v] : security_headers()) {
-      res->set(boost::beast::string_view(k.data(), k.size()), boost::beast::string_view(v.data(), v.size()));
-    }
-    res->keep_alive(false);  // the body ends when the connection does
+    harden(*res);                         // the security headers, no-store
+    res->keep_alive(false);               // the body ends when the connection does
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
     arm_stall();
     http::async_write_header(socket_, *sr, [self = this->shared_from_this(), res, sr](auto ec, std::size_t) {
@@ -93,8 +85,10 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
       if (view_.kind == LiveView::Kind::Jobs) plan_.backlog(Topic::Jobs, now);
       plan_.backlog(Topic::Host, now);
     }
-    frame_ = sse_retry(kRetry) +
-             sse_message("hello", dump({{"now", now_seconds()}, {"host", host_name()}, {"pid", ::getpid()}}));
+    frame_ =
+        sse_retry(kRetry) +
+        sse_message("hello",
+                    dump({{"now", now_seconds()}, {"host", platform::host_name()}, {"pid", platform::current_pid()}}));
     watch_peer();
     write();
   }

@@ -11,10 +11,6 @@ namespace ddp::jobs::dashboard {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // What every dashboard reply carries.
 WebReply with_security_headers(WebReply r) {
   for (auto [k, v] : security_headers()) r.headers.emplace_back(k, v);
@@ -55,25 +51,27 @@ const Asset* find_asset(std::string_view name) {
   return nullptr;
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 std::string WebReply::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-        })) {
-      return v;
-    }
+    if (iequals(k, name)) return v;
   }
   return "";
 }
 
 std::string content_type_for(std::string_view name) {
-  if (ends_with(name, ".js")) return "text/javascript; charset=utf-8";
-  if (ends_with(name, ".css")) return "text/css; charset=utf-8";
-  if (ends_with(name, ".html")) return "text/html; charset=utf-8";
-  if (ends_with(name, ".svg")) return "image/svg+xml";
-  if (ends_with(name, ".png")) return "image/png";
-  if (ends_with(name, ".json")) return "application/json";
-  if (ends_with(name, ".txt")) return "text/plain; charset=utf-8";
+  if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (name.ends_with(".css")) return "text/css; charset=utf-8";
+  if (name.ends_with(".html")) return "text/html; charset=utf-8";
+  if (name.ends_with(".svg")) return "image/svg+xml";
+  if (name.ends_with(".png")) return "image/png";
+  if (name.ends_with(".json")) return "application/json";
+  if (name.ends_with(".txt")) return "text/plain; charset=utf-8";
   return "application/octet-stream";
 }
 

@@ -19,6 +19,8 @@ struct WebReply {
   std::string header(std::string_view name) const;  // "" when absent
 };
 
+bool iequals(std::string_view a, std::string_view b);  // ASCII, ignoring case: header names, schemes
+
 // Scripts, styles, images, connections, forms: this origin only; no inline script or style, no
 // framing, no plugins, no <base>.
 inline constexpr std::string_view kContentSecurityPolicy =
