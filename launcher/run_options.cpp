@@ -21,6 +21,7 @@
 #include "launcher/python_choice.hpp"
 #include "launcher/rank_log_lines.hpp"
 #include "launcher/rdzv_conf.hpp"
+#include "launcher/run_record.hpp"
 #include "launcher/slurm.hpp"
 #include "launcher/straggler_detector.hpp"
 #include "store/filestore.hpp"
@@ -353,12 +354,11 @@ void plan_run_dir(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c,
   } else if (!a.log_dir.empty()) {
     c.log_base_dir = a.log_dir;  // the shell makes the run directory last: a usage error leaves none
   } else {
-    c.run_dir = facts.temp_dir / fmt::format("ddp-launch-{}-{}", c.run_id, facts.pid);
+    c.run_dir = facts.temp_dir / fmt::format("{}{}-{}", kRunDirPrefix, c.run_id, facts.pid);
     if (a.rdzv_id != "none") {
       // A run id names the job across restarts of the supervisor: the next one with the same id
       // finds what this one records, and sweeps what it left if it was SIGKILLed with its guardian.
-      c.processes_file =
-          facts.temp_dir / fmt::format("ddp-launch-{}-node{}.processes.json", path_safe(a.rdzv_id), c.plan.node_rank);
+      c.processes_file = run_id_record(facts.temp_dir, path_safe(a.rdzv_id), c.plan.node_rank);
     }
     const bool to_files = c.writes_log_files();
     // torchrun writes redirected and teed streams under a temporary directory without --log-dir.

@@ -14,6 +14,18 @@
 namespace fs = std::filesystem;
 
 namespace ddp::launcher {
+namespace {
+
+// The record at `path`; nullopt when there is none. Throws std::exception on text that is no record.
+std::optional<RunRecordContent> read_run_record(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_run_record(text.str());
+}
+
+}  // namespace
 
 RecordedProcess recorded_process(pid_t pid) {
   auto st = proc::read_proc_stat(pid);
@@ -31,13 +43,11 @@ void RunRecord::sweep_predecessors(const std::function<void(const SweptPredecess
 }
 
 std::optional<SweptPredecessor> RunRecord::sweep(const fs::path& record) {
-  std::ifstream in(record);
-  if (!in) return std::nullopt;
   RunRecordContent r;
   try {
-    std::stringstream text;
-    text << in.rdbuf();
-    r = parse_run_record(text.str());
+    auto read = read_run_record(record);
+    if (!read) return std::nullopt;
+    r = std::move(*read);
   } catch (const std::exception& e) {
     spdlog::warn("ignoring unreadable {}: {}", record.string(), e.what());
     return std::nullopt;
@@ -76,8 +86,10 @@ std::vector<proc::ProcessInfo> dead_run_workers(const fs::path& file, const std:
     std::error_code ec;
     records.push_back(dir / "processes.json");
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.path().filename().string().rfind("ddp-launch-", 0) == 0)
-        records.push_back(entry.path() / "processes.json");
+      const auto name = entry.path().filename().string();
+      if (!name.starts_with(kRunDirPrefix)) continue;
+      // A run id's record itself, or a temporary run directory holding its processes.json.
+      records.push_back(name.ends_with(kRunIdRecordSuffix) ? entry.path() : entry.path() / "processes.json");
     }
   }
   auto same_file = [&](const std::string& named) {
@@ -86,12 +98,10 @@ std::vector<proc::ProcessInfo> dead_run_workers(const fs::path& file, const std:
   };
   std::vector<proc::ProcessInfo> out;
   for (const auto& path : records) {
-    std::ifstream in(path);
-    if (!in) continue;
     try {
-      std::stringstream text;
-      text << in.rdbuf();
-      for (const auto& w : dead_run_workers_of(parse_run_record(text.str()), proc::read_proc_stat, same_file)) {
+      auto record = read_run_record(path);
+      if (!record) continue;
+      for (const auto& w : dead_run_workers_of(*record, proc::read_proc_stat, same_file)) {
         out.push_back({w.pid, proc::cmdline(w.pid)});
       }
     } catch (const std::exception&) {

@@ -59,6 +59,12 @@ struct RunRecordPaths {
   std::filesystem::path record() const;
 };
 
+// The run id's record (--rdzv-id without --log-dir): <temp_dir>/ddp-launch-<id>-node<N>.processes.json,
+// `id` already safe in a file name. `clean` finds these by their prefix and suffix.
+std::filesystem::path run_id_record(const std::filesystem::path& temp_dir, std::string_view id, int node_rank);
+inline constexpr std::string_view kRunDirPrefix = "ddp-launch-";  // temporary run dirs and run id records
+inline constexpr std::string_view kRunIdRecordSuffix = ".processes.json";
+
 // The records a predecessor may have left: the run id's file (--rdzv-id without --log-dir); with
 // --log-dir, every earlier run's <run_id>_<random>/processes.json there (and <log_dir>/
 // processes.json, where versions before torchrun's layout kept it); else our own run_dir's.
@@ -131,7 +137,8 @@ std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record,
 
 // --- the shell ---
 // The live workers of dead runs whose records (processes.json in `dirs` and their ddp-launch-*
-// subdirectories: the temporary directory, a --log-dir) name the FileStore `file`.
+// subdirectories, and the run id records there: the temporary directory, a --log-dir) name the
+// FileStore `file`.
 std::vector<proc::ProcessInfo> dead_run_workers(const std::filesystem::path& file,
                                                 const std::vector<std::filesystem::path>& dirs);
 

@@ -1,4 +1,6 @@
 // The run record's pure part: the file's JSON, where predecessors' records are, what to sweep.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -67,6 +69,10 @@ std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record,
     if (st && st->start_time == w.start_time && w.start_time != 0) out.push_back(w);
   }
   return out;
+}
+
+fs::path run_id_record(const fs::path& temp_dir, std::string_view id, int node_rank) {
+  return temp_dir / fmt::format("{}{}-node{}{}", kRunDirPrefix, id, node_rank, kRunIdRecordSuffix);
 }
 
 fs::path RunRecordPaths::record() const { return processes_file.empty() ? run_dir / "processes.json" : processes_file; }
