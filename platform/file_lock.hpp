@@ -8,6 +8,7 @@
 // the file open without sharing delete — torch's FileStore users do, for the length of a store
 // operation: the "file locked by another process" of the seed's troubleshooting list.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -45,6 +46,13 @@ class LockableFile {
 
  private:
   explicit LockableFile(NativeHandle h) : handle_(h) {}
+  // The platform's halves of read_all and lock_exclusive_within (platform/file_lock.cpp has the loops).
+  // One positional read of up to `size` bytes at `offset`: how many (0 at the end), or nullopt with
+  // `error` set.
+  std::optional<std::size_t> read_at(std::uint64_t offset, char* buf, std::size_t size, std::string& error) const;
+  enum class TryLock { Locked, Busy, Failed };
+  TryLock try_lock_exclusive();  // without waiting
+
   NativeHandle handle_ = kNoHandle;
 };
 

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "platform/native_handle.hpp"
@@ -50,11 +51,11 @@ class Child {
  public:
   struct Native;  // the platform's handles; opaque
 
-  Child();
-  Child(pid_t pid, std::shared_ptr<Native> native);
-  Child(Child&&) noexcept;
-  Child& operator=(Child&&) noexcept;
-  ~Child();
+  Child() = default;
+  Child(pid_t pid, std::shared_ptr<Native> native) : pid_(pid), native_(std::move(native)) {}
+  Child(Child&&) noexcept = default;  // move-only: one owner of a child
+  Child& operator=(Child&&) noexcept = default;
+  ~Child() = default;
 
   pid_t pid() const { return pid_; }
   explicit operator bool() const { return pid_ > 0; }

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 #include <utility>
 
 namespace ddp::platform {
@@ -33,35 +32,21 @@ FileIdentity LockableFile::identity() const {
   return FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
-bool LockableFile::read_all(std::string& bytes, std::string& error, std::uint64_t max) const {
-  bytes.clear();
-  char buf[64 * 1024];
-  off_t at = 0;
+std::optional<std::size_t> LockableFile::read_at(std::uint64_t offset, char* buf, std::size_t size,
+                                                 std::string& error) const {
   for (;;) {
-    ssize_t n = ::pread(handle_, buf, sizeof buf, at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
+    const ssize_t n = ::pread(handle_, buf, size, static_cast<off_t>(offset));
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EINTR) {
       error = std::strerror(errno);
-      return false;
-    }
-    if (n == 0) return true;
-    bytes.append(buf, static_cast<std::size_t>(n));
-    at += n;
-    if (static_cast<std::uint64_t>(at) > max) {
-      error = "larger than " + std::to_string(max) + " bytes, far more than a FileStore holds";
-      return false;
+      return std::nullopt;
     }
   }
 }
 
-bool LockableFile::lock_exclusive_within(std::chrono::milliseconds timeout, std::chrono::milliseconds retry) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (::flock(handle_, LOCK_EX | LOCK_NB) == 0) return true;
-    if (errno != EWOULDBLOCK && errno != EINTR) return false;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(retry);
-  }
+LockableFile::TryLock LockableFile::try_lock_exclusive() {
+  if (::flock(handle_, LOCK_EX | LOCK_NB) == 0) return TryLock::Locked;
+  return errno == EWOULDBLOCK || errno == EINTR ? TryLock::Busy : TryLock::Failed;
 }
 
 RemoveResult remove_file(const std::filesystem::path& path) {

@@ -1,7 +1,6 @@
 #include "platform/proc.hpp"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,8 @@
 #include <set>
 #include <sstream>
 #include <system_error>
+
+#include "platform/file_lock.hpp"
 
 namespace fs = std::filesystem;
 
@@ -132,16 +133,12 @@ std::vector<ProcessInfo> processes_with_open(const fs::path& path) {
   auto wanted = fs::weakly_canonical(path, ec).string();
   if (ec) wanted = path.string();
   // Same device and inode, not just the same name: a hard link or a bind mount is the same file.
-  struct stat want_st {};
-  bool have_inode = ::stat(path.c_str(), &want_st) == 0;
+  const auto want = platform::file_identity(path);
   std::vector<ProcessInfo> found;
   std::set<pid_t> seen;
   for_each_fd([&](pid_t pid, const fs::path& fd_path, const std::string& target) {
     bool same = target == wanted;
-    if (!same && have_inode && target.front() == '/') {
-      struct stat st {};
-      same = ::stat(fd_path.c_str(), &st) == 0 && st.st_dev == want_st.st_dev && st.st_ino == want_st.st_ino;
-    }
+    if (!same && want && target.front() == '/') same = platform::file_identity(fd_path) == want;
     if (same && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
   });
   return found;

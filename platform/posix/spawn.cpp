@@ -17,12 +17,6 @@ namespace ddp {
 
 struct Child::Native {};  // a pid is all POSIX needs
 
-Child::Child() = default;
-Child::Child(pid_t pid, std::shared_ptr<Native> native) : pid_(pid), native_(std::move(native)) {}
-Child::Child(Child&&) noexcept = default;
-Child& Child::operator=(Child&&) noexcept = default;
-Child::~Child() = default;
-
 bool Child::signal_group(int signo) const { return pid_ > 1 && ::kill(-pid_, signo) == 0; }
 
 namespace {

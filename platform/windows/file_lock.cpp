@@ -2,7 +2,6 @@
 
 #include <windows.h>
 
-#include <thread>
 #include <utility>
 
 #include "platform/windows/wide.hpp"
@@ -41,40 +40,27 @@ std::optional<LockableFile> LockableFile::open(const std::filesystem::path& path
 
 FileIdentity LockableFile::identity() const { return identity_of(handle_); }
 
-bool LockableFile::read_all(std::string& bytes, std::string& error, std::uint64_t max) const {
-  bytes.clear();
-  char buf[64 * 1024];
-  std::uint64_t at = 0;
-  for (;;) {
-    OVERLAPPED where{};  // a positional read: from the start, whatever the handle's offset
-    where.Offset = static_cast<DWORD>(at);
-    where.OffsetHigh = static_cast<DWORD>(at >> 32);
-    DWORD n = 0;
-    if (!ReadFile(handle_, buf, sizeof buf, &n, &where)) {
-      const DWORD code = GetLastError();
-      if (code == ERROR_HANDLE_EOF) return true;
-      error = win::error_text(code);
-      return false;
-    }
-    if (n == 0) return true;
-    bytes.append(buf, n);
-    at += n;
-    if (at > max) {
-      error = "larger than " + std::to_string(max) + " bytes, far more than a FileStore holds";
-      return false;
-    }
+std::optional<std::size_t> LockableFile::read_at(std::uint64_t offset, char* buf, std::size_t size,
+                                                 std::string& error) const {
+  OVERLAPPED where{};  // a positional read: at `offset`, whatever the handle's own offset
+  where.Offset = static_cast<DWORD>(offset);
+  where.OffsetHigh = static_cast<DWORD>(offset >> 32);
+  DWORD n = 0;
+  if (!ReadFile(handle_, buf, static_cast<DWORD>(size), &n, &where)) {
+    const DWORD code = GetLastError();
+    if (code == ERROR_HANDLE_EOF) return 0;
+    error = win::error_text(code);
+    return std::nullopt;
   }
+  return n;
 }
 
-bool LockableFile::lock_exclusive_within(std::chrono::milliseconds timeout, std::chrono::milliseconds retry) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    OVERLAPPED byte_zero{};  // torch's flock emulation: LockFileEx(…, 1, 0, {offset 0})
-    if (LockFileEx(handle_, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &byte_zero)) return true;
-    if (GetLastError() != ERROR_LOCK_VIOLATION) return false;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(retry);
+LockableFile::TryLock LockableFile::try_lock_exclusive() {
+  OVERLAPPED byte_zero{};  // torch's flock emulation: LockFileEx(…, 1, 0, {offset 0})
+  if (LockFileEx(handle_, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &byte_zero)) {
+    return TryLock::Locked;
   }
+  return GetLastError() == ERROR_LOCK_VIOLATION ? TryLock::Busy : TryLock::Failed;
 }
 
 RemoveResult remove_file(const std::filesystem::path& path) {

@@ -87,26 +87,38 @@ void for_each_tcp_row(TCP_TABLE_CLASS kind, Fn&& fn) {
   }
 }
 
+// When a process that still runs was created (FILETIME, 100 ns ticks): the start time of
+// read_proc_stat; nullopt when `process` is no handle, has exited, or cannot be asked.
+std::optional<std::uint64_t> running_since(const Handle& process) {
+  if (!process || WaitForSingleObject(process.get(), 0) != WAIT_TIMEOUT) return std::nullopt;
+  FILETIME created{}, exited{}, kernel{}, user{};
+  if (!GetProcessTimes(process.get(), &created, &exited, &kernel, &user)) return std::nullopt;
+  return (std::uint64_t{created.dwHighDateTime} << 32) | created.dwLowDateTime;
+}
+
+// A handle that can read a process's command line (its memory), or at least name it.
+Handle open_for_command_line(DWORD pid) {
+  Handle process(OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE, pid));
+  if (!process) process.reset(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid));
+  return process;
+}
+
 }  // namespace
 
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
   Handle process(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid)));
-  if (!process || WaitForSingleObject(process.get(), 0) != WAIT_TIMEOUT) return std::nullopt;  // gone
-  FILETIME created{}, exited{}, kernel{}, user{};
-  if (!GetProcessTimes(process.get(), &created, &exited, &kernel, &user)) return std::nullopt;
+  auto created = running_since(process);
+  if (!created) return std::nullopt;  // gone
   ProcStat st;
   st.ppid = parent_of(pid).value_or(0);
-  st.start_time = (std::uint64_t{created.dwHighDateTime} << 32) | created.dwLowDateTime;
+  st.start_time = *created;
   return st;
 }
 
 bool terminate_process(pid_t pid, std::uint64_t start_time) {
   Handle process(
       OpenProcess(PROCESS_TERMINATE | PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid)));
-  if (!process || WaitForSingleObject(process.get(), 0) != WAIT_TIMEOUT) return false;
-  FILETIME created{}, exited{}, kernel{}, user{};
-  if (!GetProcessTimes(process.get(), &created, &exited, &kernel, &user)) return false;
-  if (((std::uint64_t{created.dwHighDateTime} << 32) | created.dwLowDateTime) != start_time) return false;
+  if (running_since(process) != start_time) return false;
   return TerminateProcess(process.get(), 137) != 0;  // 128 + SIGKILL, as a shell would say
 }
 
@@ -122,8 +134,7 @@ std::optional<std::string> orphaned(pid_t pid) {
 }
 
 std::string cmdline(pid_t pid) {
-  Handle process(OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE, static_cast<DWORD>(pid)));
-  if (!process) process.reset(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(pid)));
+  Handle process = open_for_command_line(static_cast<DWORD>(pid));
   if (!process) return "";
   return platform::win::to_utf8(command_line_of(process.get()));
 }
@@ -195,8 +206,7 @@ std::vector<ProcessTexts> process_texts() {
   entry.dwSize = sizeof entry;
   for (BOOL ok = Process32FirstW(snapshot.get(), &entry); ok; ok = Process32NextW(snapshot.get(), &entry)) {
     const auto pid = static_cast<pid_t>(entry.th32ProcessID);
-    Handle process(OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE, entry.th32ProcessID));
-    if (!process) process.reset(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, entry.th32ProcessID));
+    Handle process = open_for_command_line(entry.th32ProcessID);
     if (!process) continue;
     const std::wstring line = command_line_of(process.get());
     if (line.empty()) continue;

@@ -14,12 +14,6 @@ using platform::win::error_text;
 using platform::win::Handle;
 using platform::win::to_wide;
 
-Child::Child() = default;
-Child::Child(pid_t pid, std::shared_ptr<Native> native) : pid_(pid), native_(std::move(native)) {}
-Child::Child(Child&&) noexcept = default;
-Child& Child::operator=(Child&&) noexcept = default;
-Child::~Child() = default;
-
 bool Child::signal_group(int signo) const {
   if (!native_) return false;
   if (signo == sig::kKill) {

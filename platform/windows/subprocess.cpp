@@ -43,7 +43,7 @@ struct Reader {
 CommandRun run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, bool separate_stderr) {
   CommandRun r;
   if (argv.empty()) {
-    r.start_error = "no program";
+    r.start_error = "no program given";
     return r;
   }
   auto program = platform::find_program(argv[0]);
