@@ -1,6 +1,7 @@
 // `ddp-launch clean PATH...`: what a c10d FileStore file left by a run holds, whether it is still
 // in use and why, and removal of the stale ones, so the next run on that path starts clean.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -35,9 +36,7 @@ std::string to_path(const std::string& arg) {
 
 // Asks on the terminal before ending processes (without --force): y or yes ends them.
 bool confirm_ending(const std::string& path, const std::vector<pid_t>& pids) {
-  std::string list;
-  for (pid_t p : pids) list += fmt::format("{}pid {}", list.empty() ? "" : ", ", p);
-  fmt::print("  end {} (of a dead run) and remove {}? [y/N] ", list, path);
+  fmt::print("  end pid {} (of a dead run) and remove {}? [y/N] ", fmt::join(pids, ", pid "), path);
   std::fflush(stdout);
   std::string answer;
   if (!std::getline(std::cin, answer)) return false;
@@ -81,9 +80,7 @@ int report_one(const std::string& arg, store::CleanOptions options, const CleanA
   for (const auto& line : store::summarize(*r.log)) fmt::print("  {}\n", line);
   const auto& d = *r.diagnosis;
   if (!r.ended.empty()) {
-    std::string list;
-    for (pid_t p : r.ended) list += fmt::format("{}pid {}", list.empty() ? "" : ", ", p);
-    fmt::print("  ended {}: processes of a dead run that kept it in use\n", list);
+    fmt::print("  ended pid {}: processes of a dead run that kept it in use\n", fmt::join(r.ended, ", pid "));
   }
   fmt::print("  verdict: {}\n", store::to_string(d.verdict));
   for (const auto& why : d.reasons) fmt::print("    - {}\n", why);

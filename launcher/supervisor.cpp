@@ -154,7 +154,7 @@ class Supervisor {
   // The FileStores this run's workers use: --store file's, and those their argv and environment name.
   std::vector<std::string> recorded_filestores() const {
     std::vector<std::string> out;
-    if (!store_.filestore().empty()) out.push_back(std::filesystem::absolute(store_.filestore()).string());
+    if (!store_.filestore().empty()) out.push_back(store_.filestore().string());  // already absolute
     for (const auto& n : filestores_named_by(config_.worker_argv, config_.base_env,
                                              config_.store_mode == StoreMode::File, store::native_path_style())) {
       std::error_code ec;
