@@ -43,7 +43,6 @@ file(WRITE ${DDP_PKG_DIR}/copyright ${DDP_COPYRIGHT})
 # Man pages (help2man, one per command, from its --help) and the bash completion (the binary's
 # own `completion bash`): made from the built binary, so they say what it accepts.
 find_program(DDP_HELP2MAN help2man)
-find_program(DDP_GZIP gzip)
 if(DDP_HELP2MAN)
   add_custom_command(OUTPUT ${DDP_PKG_DIR}/docs.stamp
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/gen-docs.sh $<TARGET_FILE:ddp-launch> ${DDP_PKG_DIR}
