@@ -24,6 +24,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "platform/host.hpp"
 #include "platform/proc.hpp"
@@ -34,11 +35,18 @@ namespace {
 
 void sleep_ms(const char* ms) { std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms))); }
 
-int tree(const char* ms, const char* file) {
+// Another run of this program with `args`, in our environment.
+ddp::SpawnRequest self_request(const std::vector<std::string>& args) {
   ddp::SpawnRequest req;
   req.program = ddp::platform::executable_path().string();
-  req.argv = {req.program, "sleep", ms};
+  req.argv = {req.program};
+  req.argv.insert(req.argv.end(), args.begin(), args.end());
   for (const auto& [k, v] : ddp::platform::environment()) req.env.push_back(k + "=" + v);
+  return req;
+}
+
+int tree(const char* ms, const char* file) {
+  auto req = self_request({"sleep", ms});
   req.new_session = false;      // in our group (POSIX) ...
   req.die_with_parent = false;  // ... and in our job (Windows: a child is in its parent's job)
   auto started = ddp::spawn_process(req);
@@ -63,11 +71,7 @@ int tree(const char* ms, const char* file) {
 }
 
 int orphan(int argc, char** argv) {
-  ddp::SpawnRequest req;
-  req.program = ddp::platform::executable_path().string();
-  req.argv = {req.program};
-  for (int i = 2; i < argc; ++i) req.argv.emplace_back(argv[i]);
-  for (const auto& [k, v] : ddp::platform::environment()) req.env.push_back(k + "=" + v);
+  auto req = self_request({argv + 2, argv + argc});
   req.die_with_parent = false;
   auto started = ddp::spawn_process(req);
   if (!started.ok()) {

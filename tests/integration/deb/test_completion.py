@@ -2,6 +2,7 @@
 binary's own --help: every command `--help` lists completes, every option a command's --help
 lists completes, values complete as they should; the generated file is what `completion bash`
 prints; a man page per command renders with its NAME line. Runs against the build tree's binary."""
+import functools
 import gzip
 import os
 import re
@@ -17,6 +18,13 @@ def help_of(*command):
                           check=True).stdout
 
 
+@functools.cache
+def completion_script():
+    """What `ddp-launch completion bash` prints (the binary does not change during the test)."""
+    return subprocess.run([DDP_LAUNCH, "completion", "bash"], capture_output=True, text=True, check=True).stdout
+
+
+@functools.cache
 def commands():
     return re.findall(r"^  ([a-z][a-z0-9-]*)\s", help_of().split("Subcommands:")[1], re.M)
 
@@ -33,9 +41,8 @@ def options_in_help(text):
 def complete(*words):
     """COMPREPLY for the command line `ddp-launch WORDS...` with the cursor on the last word, and
     whether the function handed over to bash's default (file name) completion."""
-    script = subprocess.run([DDP_LAUNCH, "completion", "bash"], capture_output=True, text=True, check=True).stdout
     line = ["ddp-launch", *words]
-    driver = script + r"""
+    driver = completion_script() + r"""
 compopt() { echo "COMPOPT $*"; }   # the builtin works only while readline completes
 COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 _ddp_launch
@@ -51,8 +58,8 @@ printf 'REPLY %s\n' "${COMPREPLY[@]}"
 def test_generated_file_is_what_the_binary_prints():
     with open(os.path.join(PKG_DIR, "bash-completion/ddp-launch")) as f:
         built = f.read()
-    printed = subprocess.run([DDP_LAUNCH, "completion", "bash"], capture_output=True, text=True, check=True).stdout
-    check(built == printed, "build/packaging/bash-completion/ddp-launch differs from `ddp-launch completion bash`")
+    check(built == completion_script(),
+          "build/packaging/bash-completion/ddp-launch differs from `ddp-launch completion bash`")
 
 
 def test_every_command_completes():

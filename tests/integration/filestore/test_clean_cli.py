@@ -5,9 +5,8 @@ removes nothing, and bad paths are clear errors (exit 2)."""
 import os
 import subprocess
 import tempfile
-import time
 
-from fs_helpers import Child, clean, killed_rendezvous_bytes, record, torn_bytes, write_file
+from fs_helpers import Child, clean, killed_rendezvous_bytes, record, torn_bytes, wait_until, write_file
 from harness import PYTHON, alive, check, run_tests, wait_dead
 
 SLEEPER = "import sys, time; print('READY', flush=True); time.sleep(120)"
@@ -116,10 +115,8 @@ def test_orphan_of_a_dead_run_is_named_and_ended_only_with_force():
         orphan = int(launcher.stdout.readline())
         launcher.wait(timeout=30)
         try:
-            deadline = time.monotonic() + 10
-            while open(f"/proc/{orphan}/stat").read().rsplit(")", 1)[1].split()[1] != "1":
-                check(time.monotonic() < deadline, "the orphan was not re-parented to init")
-                time.sleep(0.05)
+            wait_until(lambda: open(f"/proc/{orphan}/stat").read().rsplit(")", 1)[1].split()[1] == "1", 10,
+                       "the orphan to be re-parented to init")
             r = clean(path)
             check(r.returncode == 1, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
             check(f"pid {orphan} belongs to a dead run: it was re-parented to init" in r.stdout, r.stdout)
