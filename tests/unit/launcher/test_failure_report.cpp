@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/failure_report.hpp"
+#include "launcher/supervisor/failure_report.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

@@ -5,8 +5,8 @@
 #include <csignal>
 
 #include "common/peer_failure.hpp"
-#include "launcher/root_cause.hpp"
-#include "launcher/supervisor_machine.hpp"
+#include "launcher/supervisor/root_cause.hpp"
+#include "launcher/supervisor/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;

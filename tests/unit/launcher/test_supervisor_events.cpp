@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/supervisor_events.hpp"
+#include "launcher/supervisor/supervisor_events.hpp"
 
 using namespace ddp;
 using namespace ddp::launcher;

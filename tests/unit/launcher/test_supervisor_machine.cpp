@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <csignal>
 
-#include "launcher/supervisor.hpp"
-#include "launcher/supervisor_machine.hpp"
+#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;
