@@ -10,7 +10,6 @@
 
 #include "common/clock.hpp"
 #include "common/env_contract.hpp"
-#include "launcher/supervisor/supervisor.hpp"
 
 namespace ddp::launcher {
 
@@ -18,26 +17,6 @@ std::vector<int> global_ranks(const std::vector<RankAssignment>& plan) {
   std::vector<int> ranks;
   for (const auto& r : plan) ranks.push_back(r.rank);
   return ranks;
-}
-
-std::optional<std::string> cuda_visible_devices(const SupervisorConfig& c) {
-  auto it = c.base_env.find(std::string(env::kCudaVisibleDevices));
-  return it == c.base_env.end() ? std::nullopt : std::optional<std::string>(it->second);
-}
-
-nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAssignment>& plan) {
-  nlohmann::json j{{"run_id", c.run_id},
-                   {"world_size", plan.empty() ? 0 : plan.front().world_size},
-                   {"nnodes", c.plan.nnodes},
-                   {"nproc_per_node", c.plan.nproc_per_node},
-                   {"node_rank", c.plan.node_rank},
-                   {"command", c.worker_argv}};
-  for (auto [key, name] : {std::pair{"global_batch", env::kGlobalBatch},
-                           std::pair{"per_rank_batch", env::kPerRankBatch}, std::pair{"lr_scale", env::kLrScale}}) {
-    auto it = c.base_env.find(std::string(name));
-    if (it != c.base_env.end()) j[key] = it->second;
-  }
-  return j;
 }
 
 MetricsRecorder::MetricsRecorder(FileWriter& files, std::filesystem::path run_dir, std::vector<MetricPattern> patterns,

@@ -11,18 +11,12 @@
 #include <string_view>
 
 #include "launcher/outputs/file_writer.hpp"
-
 #include "launcher/outputs/metrics.hpp"
 #include "launcher/workers/rank_plan.hpp"
 
 namespace ddp::launcher {
 
-struct SupervisorConfig;  // launcher/supervisor/supervisor.hpp
-
-// run.json's first fields: world size, nodes, command, batch policy (DDP_* in the base env).
-nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAssignment>& plan);
 std::vector<int> global_ranks(const std::vector<RankAssignment>& plan);
-std::optional<std::string> cuda_visible_devices(const SupervisorConfig& c);
 
 class MetricsRecorder {
  public:

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "launcher/run/host_facts.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 namespace ddp::launcher {
 

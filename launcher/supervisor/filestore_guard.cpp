@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 #include "store/filestore_cleaner.hpp"
 
 namespace ddp::launcher {

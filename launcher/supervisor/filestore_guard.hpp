@@ -14,7 +14,7 @@
 
 namespace ddp::launcher {
 
-struct SupervisorConfig;
+struct SupervisorConfig;  // launcher/supervisor/supervisor_config.hpp
 
 struct NamedFileStore {
   std::string path;   // as written after file:// (absolute, or relative to the working directory)

@@ -7,7 +7,7 @@
 #include <system_error>
 #include <utility>
 
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 namespace ddp::launcher {
 

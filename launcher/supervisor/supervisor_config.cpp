@@ -2,7 +2,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "launcher/supervisor/supervisor.hpp"
+#include "common/env_contract.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
 
 namespace ddp::launcher {
@@ -56,6 +57,26 @@ WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssign
     in.nccl_trace_prefix = (std::filesystem::path(error_file).parent_path().parent_path() / "nccl_trace_rank_").string();
   }
   return in;
+}
+
+std::optional<std::string> cuda_visible_devices(const SupervisorConfig& c) {
+  auto it = c.base_env.find(std::string(env::kCudaVisibleDevices));
+  return it == c.base_env.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAssignment>& plan) {
+  nlohmann::json j{{"run_id", c.run_id},
+                   {"world_size", plan.empty() ? 0 : plan.front().world_size},
+                   {"nnodes", c.plan.nnodes},
+                   {"nproc_per_node", c.plan.nproc_per_node},
+                   {"node_rank", c.plan.node_rank},
+                   {"command", c.worker_argv}};
+  for (auto [key, name] : {std::pair{"global_batch", env::kGlobalBatch},
+                           std::pair{"per_rank_batch", env::kPerRankBatch}, std::pair{"lr_scale", env::kLrScale}}) {
+    auto it = c.base_env.find(std::string(name));
+    if (it != c.base_env.end()) j[key] = it->second;
+  }
+  return j;
 }
 
 }  // namespace ddp::launcher

@@ -10,7 +10,7 @@
 #include "launcher/hang/straggler_detector.hpp"
 #include "launcher/rendezvous/rendezvous_client_machine.hpp"
 #include "launcher/supervisor/failure_report.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 namespace ddp::launcher {
 

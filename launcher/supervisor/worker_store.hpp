@@ -1,5 +1,5 @@
 #pragma once
-// WorkerStore: the store the workers meet in, per --store (launcher/supervisor/supervisor.hpp's StoreMode):
+// WorkerStore: the store the workers meet in, per --store (supervisor_config.hpp's StoreMode):
 //   agent: the supervisor hosts a TCPStore (node 0's, or the dynamic rendezvous host's);
 //   rank0: the script's rank 0 binds --master-port (checked free before any worker starts, or a
 //          free one picked);
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "launcher/rendezvous/rendezvous_watchdog.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 namespace ddp::store {
 class StoreServer;

@@ -25,7 +25,7 @@
 #include "launcher/outputs/log_router.hpp"
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/spawner.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 #include "launcher/workers/rank_plan.hpp"
 #include "store/server.hpp"
 

@@ -14,7 +14,7 @@
 #include "launcher/outputs/log_router.hpp"
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/spawner.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "launcher/rendezvous/rendezvous_watchdog.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "launcher/supervisor/run_outputs.hpp"
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;

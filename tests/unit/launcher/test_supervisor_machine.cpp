@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
-#include "launcher/supervisor/supervisor.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
