@@ -122,7 +122,7 @@ class Supervisor {
     if (rdzv_) {
       rdzv_->join();  // the group starts when the first round closes
     } else {
-      dispatch(event::Start{});
+      dispatch(input::Start{});
     }
     if (!rdzv_) gpu_watch_.start();  // dynamic: at the first round, labelled with its ranks
     io_.run();
@@ -206,14 +206,14 @@ class Supervisor {
                  a.rank_base, a.rank_base + a.nproc - 1, a.world_size);
     events_.emit(rendezvous_complete_event(a));
     if (machine_.state() == GroupState::Init) {
-      dispatch(event::Start{});
+      dispatch(input::Start{});
       return;
     }
-    dispatch(event::RoundAdmitted{a.membership_changed});  // a failure is charged unless nodes changed
+    dispatch(input::RoundAdmitted{a.membership_changed});  // a failure is charged unless nodes changed
     if (machine_.finished_with()) {
       spdlog::error("restart budget ({}) spent: leaving the job", config_.max_restarts);
     } else if (next_attempt_ >= 0) {
-      dispatch(event::BackoffExpired{std::exchange(next_attempt_, -1)});
+      dispatch(input::BackoffExpired{std::exchange(next_attempt_, -1)});
     }
   }
 
@@ -221,7 +221,7 @@ class Supervisor {
     if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
     spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
     events_.emit(events::RoundEnded{.round = round_, .reason = reason});
-    dispatch(event::RoundEnded{false});
+    dispatch(input::RoundEnded{false});
   }
 
   void on_rendezvous_closed(const std::string& reason) {
@@ -229,7 +229,7 @@ class Supervisor {
     spdlog::error("rendezvous: {}", reason);
     rdzv_close_reason_ = reason;
     events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
-    dispatch(event::RoundEnded{true});
+    dispatch(input::RoundEnded{true});
   }
 
   void prepare_store() {
@@ -250,11 +250,11 @@ class Supervisor {
         // torchrun's agent re-raises a signal there too: stop waiting, 128+signo (action::Exit).
         spdlog::warn("received {} while finishing; not waiting any longer", signal_name(signo));
         drain_timer_.cancel();
-        dispatch(event::SignalReceived{signo});
+        dispatch(input::SignalReceived{signo});
         return;
       }
       spdlog::warn("received {}; stopping the workers", signal_name(signo));
-      dispatch(event::SignalReceived{signo});
+      dispatch(input::SignalReceived{signo});
       arm_signals();
     });
   }
@@ -266,7 +266,7 @@ class Supervisor {
     }
     Worker* w = &worker;
     int attempt = machine_.attempt();
-    auto actions = machine_.on(event::RankExited{x});
+    auto actions = machine_.on(input::RankExited{x});
     progress_.forget(x.local_rank);
     // The peers' teardown signal goes out before anything is written: the event file is off the
     // critical path of failure detection. The stream still reads rank_exited, then group_stopping.
@@ -290,7 +290,7 @@ class Supervisor {
     }
   }
 
-  void dispatch(const Event& e) {
+  void dispatch(const Input& e) {
     for (const auto& action : machine_.on(e)) std::visit([this](const auto& a) { perform(a); }, action);
   }
 
@@ -319,7 +319,7 @@ class Supervisor {
     if (machine_.state() != GroupState::Running || machine_.attempt() != attempt) {
       spdlog::warn("stopped spawning the worker group: {} of {} ranks started", next, plan_.size());
       record_processes();
-      dispatch(event::SpawnAbandoned{attempt, static_cast<int>(next)});
+      dispatch(input::SpawnAbandoned{attempt, static_cast<int>(next)});
       return;
     }
     constexpr std::size_t kPerTurn = 8;
@@ -357,7 +357,7 @@ class Supervisor {
   void perform(const action::ArmGrace& a) {
     grace_timer_.expires_after(a.after);
     grace_timer_.async_wait([this, attempt = a.attempt](boost::system::error_code ec) {
-      if (!ec) dispatch(event::GraceExpired{attempt});
+      if (!ec) dispatch(input::GraceExpired{attempt});
     });
   }
 
@@ -403,7 +403,7 @@ class Supervisor {
     }
     backoff_timer_.expires_after(a.after);
     backoff_timer_.async_wait([this, attempt = a.attempt](boost::system::error_code ec) {
-      if (!ec) dispatch(event::BackoffExpired{attempt});
+      if (!ec) dispatch(input::BackoffExpired{attempt});
     });
   }
 
@@ -417,7 +417,7 @@ class Supervisor {
     progress_.stop();
     // Let the pipes drain what the workers printed last, briefly.
     drain_timer_.expires_after(std::chrono::milliseconds(500));
-    drain_timer_.async_wait([this](boost::system::error_code) { dispatch(event::OutputDrained{}); });
+    drain_timer_.async_wait([this](boost::system::error_code) { dispatch(input::OutputDrained{}); });
     maybe_finish_drained();
   }
 
@@ -429,7 +429,7 @@ class Supervisor {
   // Tell the rendezvous (the host keeps its store up until every node finished).
   void perform(const action::JoinExitBarrier& a) {
     rdzv_->finish(a.exit_code == 0, fmt::format("its job ended with exit code {}", a.exit_code),
-                  [this] { dispatch(event::ExitBarrierPassed{}); });
+                  [this] { dispatch(input::ExitBarrierPassed{}); });
   }
 
   void perform(const action::Exit& a) {
@@ -499,7 +499,7 @@ class Supervisor {
     spdlog::error("{}", j.report);
     events_.emit(events::RendezvousTimeout{
         .attempt = attempt, .arrived = ev.arrived, .world_size = world, .missing_local_ranks = j.missing});
-    dispatch(event::RendezvousTimeout{attempt});
+    dispatch(input::RendezvousTimeout{attempt});
   }
 
   // The progress watchdog found a hang (launcher/hang/progress_watchdog.hpp): take the evidence first
@@ -530,7 +530,7 @@ class Supervisor {
     events_.emit(hang_detected_event(v, file.empty() ? std::nullopt : std::optional(file.string())));
     if (!file.empty()) out_.keep(fmt::format("the hung attempt {}'s stacks: {}", v.attempt, file.string()));
     hang_evidence_ = std::move(e);
-    dispatch(event::HangDetected{v.attempt});
+    dispatch(input::HangDetected{v.attempt});
     for (auto [w, x] : std::exchange(held_exits_, {})) on_reaped(*w, x);
   }
 

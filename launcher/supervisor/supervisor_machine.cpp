@@ -22,14 +22,14 @@ std::string_view group_state_name(GroupState s) {
 
 SupervisorMachine::SupervisorMachine(SupervisorPolicy policy) : policy_(policy) {}
 
-std::vector<Action> SupervisorMachine::on(const Event& e) {
+std::vector<Action> SupervisorMachine::on(const Input& e) {
   if (exit_code_) return finishing(e);
   return std::visit([this](const auto& ev) { return handle(ev); }, e);
 }
 
 int SupervisorMachine::live_ranks() const { return static_cast<int>(std::count(alive_.begin(), alive_.end(), true)); }
 
-std::vector<Action> SupervisorMachine::handle(const event::Start&) {
+std::vector<Action> SupervisorMachine::handle(const input::Start&) {
   if (state_ != GroupState::Init) return {};
   return spawn_attempt();
 }
@@ -48,7 +48,7 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   return {action::ResetStore{}, action::SpawnGroup{attempt_}};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::RankExited& e) {
+std::vector<Action> SupervisorMachine::handle(const input::RankExited& e) {
   const auto& x = e.exit;
   if (x.local_rank < 0 || x.local_rank >= policy_.nproc) return {};
   auto idx = static_cast<std::size_t>(x.local_rank);
@@ -88,7 +88,7 @@ action::SignalGroup SupervisorMachine::signal_group(int signo) {
   return action::SignalGroup{signo};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
+std::vector<Action> SupervisorMachine::handle(const input::SignalReceived& e) {
   if (state_ == GroupState::Running) {
     stop_signal_ = e.signo;
     return stop_group(e.signo);
@@ -106,31 +106,31 @@ std::vector<Action> SupervisorMachine::handle(const event::SignalReceived& e) {
   return {};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::SpawnAbandoned& e) {
+std::vector<Action> SupervisorMachine::handle(const input::SpawnAbandoned& e) {
   if (state_ != GroupState::Stopping || e.attempt != attempt_) return {};
   for (auto i = static_cast<std::size_t>(std::max(e.first_unspawned, 0)); i < alive_.size(); ++i) alive_[i] = false;
   if (live_ranks() == 0) return group_gone();
   return {};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::GraceExpired& e) {
+std::vector<Action> SupervisorMachine::handle(const input::GraceExpired& e) {
   if (state_ != GroupState::Stopping || e.attempt != attempt_ || live_ranks() == 0) return {};
   return {signal_group(sig::kKill)};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::RendezvousTimeout& e) {
+std::vector<Action> SupervisorMachine::handle(const input::RendezvousTimeout& e) {
   if (state_ != GroupState::Running || e.attempt != attempt_) return {};
   rendezvous_timed_out_ = true;  // a failure like a rank's: the restart budget applies
   return stop_group(sig::kTerm);
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::HangDetected& e) {
+std::vector<Action> SupervisorMachine::handle(const input::HangDetected& e) {
   if (state_ != GroupState::Running || e.attempt != attempt_) return {};
   hang_detected_ = true;  // a failure like a rank's: the restart budget applies (--on-hang restart)
   return stop_group(sig::kTerm);
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::RoundEnded& e) {
+std::vector<Action> SupervisorMachine::handle(const input::RoundEnded& e) {
   if (state_ == GroupState::Running) {
     round_stop_ = e.closed ? RoundStop::Closed : RoundStop::Rejoin;
     return stop_group(sig::kTerm);
@@ -149,7 +149,7 @@ std::vector<Action> SupervisorMachine::handle(const event::RoundEnded& e) {
   return {};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::RoundAdmitted& e) {
+std::vector<Action> SupervisorMachine::handle(const input::RoundAdmitted& e) {
   if (state_ != GroupState::Restarting || !std::exchange(charge_pending_, false)) return {};
   if (e.membership_changed) return {};
   if (restarts_spent_ >= policy_.max_restarts) return finish(GroupState::Failed, 1);
@@ -186,7 +186,7 @@ std::vector<Action> SupervisorMachine::group_gone() {
   return finish(GroupState::Failed, 1);
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::BackoffExpired& e) {
+std::vector<Action> SupervisorMachine::handle(const input::BackoffExpired& e) {
   if (state_ != GroupState::Restarting || e.attempt != attempt_ + 1) return {};
   attempt_ = e.attempt;
   return spawn_attempt();
@@ -200,19 +200,19 @@ std::vector<Action> SupervisorMachine::finish(GroupState final_state, int code) 
 }
 
 // The group is over: only the drain, the exit barrier and a signal that cuts them short matter.
-std::vector<Action> SupervisorMachine::finishing(const Event& e) {
+std::vector<Action> SupervisorMachine::finishing(const Input& e) {
   if (finish_stage_ == FinishStage::Exited) return {};
-  if (const auto* s = std::get_if<event::SignalReceived>(&e)) {
+  if (const auto* s = std::get_if<input::SignalReceived>(&e)) {
     exit_code_ = 128 + s->signo;  // torchrun's agent re-raises it: stop waiting
     finish_stage_ = FinishStage::Exited;
     return {action::Exit{*exit_code_}};
   }
-  if (std::holds_alternative<event::OutputDrained>(e)) return handle(event::OutputDrained{});
-  if (std::holds_alternative<event::ExitBarrierPassed>(e)) return handle(event::ExitBarrierPassed{});
+  if (std::holds_alternative<input::OutputDrained>(e)) return handle(input::OutputDrained{});
+  if (std::holds_alternative<input::ExitBarrierPassed>(e)) return handle(input::ExitBarrierPassed{});
   return {};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::OutputDrained&) {
+std::vector<Action> SupervisorMachine::handle(const input::OutputDrained&) {
   if (finish_stage_ != FinishStage::Draining) return {};
   if (policy_.exit_barrier) {
     finish_stage_ = FinishStage::AtExitBarrier;
@@ -222,7 +222,7 @@ std::vector<Action> SupervisorMachine::handle(const event::OutputDrained&) {
   return {action::Exit{*exit_code_}};
 }
 
-std::vector<Action> SupervisorMachine::handle(const event::ExitBarrierPassed&) {
+std::vector<Action> SupervisorMachine::handle(const input::ExitBarrierPassed&) {
   if (finish_stage_ != FinishStage::AtExitBarrier) return {};
   finish_stage_ = FinishStage::Exited;
   return {action::Exit{*exit_code_}};

@@ -1,6 +1,6 @@
 #pragma once
 // SupervisorMachine: the supervisor's decisions as a pure state machine, in torchelastic's
-// vocabulary. Events go in (a rank exited, a signal, a timer fired); actions come out
+// vocabulary. Inputs go in (a rank exited, a signal, a timer fired); actions come out
 // (spawn the group, signal it, arm a timer, reset the store, finish). No processes, no clocks:
 // the shell (Supervisor) performs the actions and feeds back what happened.
 //
@@ -51,7 +51,9 @@ struct RankFailure {
   bool by_teardown_signal = false;
 };
 
-namespace event {
+// The machine's inputs (input::, the variant Input): what the shell saw happen. Not the run's event
+// stream, common/events.hpp's events:: (the --events file, the daemon's contract).
+namespace input {
 struct Start {};
 struct RankExited {
   RankExit exit;
@@ -96,10 +98,10 @@ struct SpawnAbandoned {
 struct OutputDrained {};
 // Finishing (dynamic rendezvous): every node finished, or the barrier gave up.
 struct ExitBarrierPassed {};
-}  // namespace event
-using Event = std::variant<event::Start, event::RankExited, event::SignalReceived, event::GraceExpired,
-                           event::RendezvousTimeout, event::HangDetected, event::BackoffExpired, event::RoundEnded, event::RoundAdmitted,
-                           event::SpawnAbandoned, event::OutputDrained, event::ExitBarrierPassed>;
+}  // namespace input
+using Input = std::variant<input::Start, input::RankExited, input::SignalReceived, input::GraceExpired,
+                           input::RendezvousTimeout, input::HangDetected, input::BackoffExpired, input::RoundEnded, input::RoundAdmitted,
+                           input::SpawnAbandoned, input::OutputDrained, input::ExitBarrierPassed>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -149,7 +151,7 @@ class SupervisorMachine {
  public:
   explicit SupervisorMachine(SupervisorPolicy policy);
 
-  std::vector<Action> on(const Event& e);
+  std::vector<Action> on(const Input& e);
 
   GroupState state() const { return state_; }
   int attempt() const { return attempt_; }
@@ -171,19 +173,19 @@ class SupervisorMachine {
   bool stopped_by_round() const { return round_stop_ != RoundStop::None; }
 
  private:
-  std::vector<Action> handle(const event::Start&);
-  std::vector<Action> handle(const event::RankExited&);
-  std::vector<Action> handle(const event::SignalReceived&);
-  std::vector<Action> handle(const event::GraceExpired&);
-  std::vector<Action> handle(const event::RendezvousTimeout&);
-  std::vector<Action> handle(const event::HangDetected&);
-  std::vector<Action> handle(const event::BackoffExpired&);
-  std::vector<Action> handle(const event::RoundEnded&);
-  std::vector<Action> handle(const event::RoundAdmitted&);
-  std::vector<Action> handle(const event::SpawnAbandoned&);
-  std::vector<Action> handle(const event::OutputDrained&);
-  std::vector<Action> handle(const event::ExitBarrierPassed&);
-  std::vector<Action> finishing(const Event& e);
+  std::vector<Action> handle(const input::Start&);
+  std::vector<Action> handle(const input::RankExited&);
+  std::vector<Action> handle(const input::SignalReceived&);
+  std::vector<Action> handle(const input::GraceExpired&);
+  std::vector<Action> handle(const input::RendezvousTimeout&);
+  std::vector<Action> handle(const input::HangDetected&);
+  std::vector<Action> handle(const input::BackoffExpired&);
+  std::vector<Action> handle(const input::RoundEnded&);
+  std::vector<Action> handle(const input::RoundAdmitted&);
+  std::vector<Action> handle(const input::SpawnAbandoned&);
+  std::vector<Action> handle(const input::OutputDrained&);
+  std::vector<Action> handle(const input::ExitBarrierPassed&);
+  std::vector<Action> finishing(const Input& e);
   std::vector<Action> spawn_attempt();
   std::vector<Action> stop_group(int signo);
   action::SignalGroup signal_group(int signo);  // remembered: a rank that dies of it was stopped by us
