@@ -15,8 +15,10 @@
 
 namespace ddp::launcher {
 
+struct SupervisorConfig;  // launcher/supervisor/supervisor_config.hpp
+
 struct RunOutputs {
-  // run_info: describe_run's (metrics_recorder.hpp).
+  // run_info: describe_run's (supervisor_config.hpp).
   RunOutputs(const SupervisorConfig& config, nlohmann::json run_info);
 
   // run_dir/attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}, torchrun's layout. A new
