@@ -2,7 +2,7 @@
 // `ddp-launch completion bash`: prints the completion script of the whole command line.
 #include <string>
 
-#include "launcher/commands.hpp"
+#include "launcher/commands/commands.hpp"
 
 namespace ddp::cli {
 

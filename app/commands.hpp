@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <vector>
 
-#include "launcher/commands.hpp"
+#include "launcher/commands/commands.hpp"
 
 namespace ddp::app {
 

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/rendezvous.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "store/client.hpp"
 
 using namespace std::chrono;

@@ -24,7 +24,7 @@ inline constexpr std::string_view kRunId = "TORCHELASTIC_RUN_ID";
 // Exactly "True" makes workers use the agent's store as a plain client.
 inline constexpr std::string_view kUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
 inline constexpr std::string_view kErrorFile = "TORCHELASTIC_ERROR_FILE";
-// torch's elastic file timer (launcher/file_timer.hpp): exactly "1" in the supervisor's environment
+// torch's elastic file timer (launcher/hang/file_timer.hpp): exactly "1" in the supervisor's environment
 // makes it serve the FIFO torch's FileTimerClient writes to; the FIFO's path, exported to the workers.
 inline constexpr std::string_view kEnableFileTimer = "TORCHELASTIC_ENABLE_FILE_TIMER";
 inline constexpr std::string_view kTimerFile = "TORCHELASTIC_TIMER_FILE";
@@ -34,7 +34,7 @@ inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HA
 inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";  // 2.x
 // Forced to 1 when unset and several ranks share a node (torchrun does the same).
 inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
-// Hang forensics (launcher/hang_forensics.hpp), each set only when the user left it unset:
+// Hang forensics (launcher/hang/hang_forensics.hpp), each set only when the user left it unset:
 // Python workers dump every thread's traceback to stderr on SIGABRT (and SIGSEGV, ...).
 inline constexpr std::string_view kPythonFaultHandler = "PYTHONFAULTHANDLER";
 // NCCL jobs: torch's flight recorder (ProcessGroupNCCL) keeps the last N collectives, dumps them
@@ -81,11 +81,11 @@ inline constexpr std::string_view kMetricLinePrefix = "@ddp-metric ";
 
 // --- the worker SDK's SIGABRT backtrace (worker/stack_dump.hpp) on stderr, between these two
 // lines, glibc's backtrace_symbols_fd format in between; the hang forensics parse it
-// (launcher/stack_report.hpp). Spelled here so the SDK and the supervisor agree.
+// (launcher/hang/stack_report.hpp). Spelled here so the SDK and the supervisor agree.
 inline constexpr std::string_view kAbortBacktraceBegin = "ddp-worker: SIGABRT backtrace";
 inline constexpr std::string_view kAbortBacktraceEnd = "ddp-worker: end of backtrace";
 
-// --- Slurm: read by `ddp-launch run` under srun (launcher/slurm.hpp), never set by us ---
+// --- Slurm: read by `ddp-launch run` under srun (slurm/slurm.hpp), never set by us ---
 inline constexpr std::string_view kSlurmPrefix = "SLURM_";
 inline constexpr std::string_view kSlurmJobId = "SLURM_JOB_ID";
 inline constexpr std::string_view kSlurmStepId = "SLURM_STEP_ID";        // only inside an srun step

@@ -218,7 +218,7 @@ struct GpuLowUtil {
                    field("mean_util", self.mean_util); field("seconds", self.seconds); field("message", self.message);)
 };
 
-// A rank that keeps the others waiting (launcher/straggler_detector.hpp): once per episode.
+// A rank that keeps the others waiting (launcher/hang/straggler_detector.hpp): once per episode.
 struct Straggler {
   static constexpr std::string_view kType = "straggler";
   int attempt = 0, rank = 0;

@@ -1,7 +1,7 @@
 #pragma once
 // File-change notifications on an Asio loop (inotify), without polling: how the daemon follows
 // supervisors' event files and the log files a client follows, and how the supervisor sees its
-// ranks' heartbeat files (launcher/heartbeat_files.hpp).
+// ranks' heartbeat files (launcher/hang/heartbeat_files.hpp).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // registers these next to launcher's commands.
 #include <vector>
 
-#include "launcher/commands.hpp"
+#include "launcher/commands/commands.hpp"
 
 namespace ddp::cli {
 

@@ -11,7 +11,7 @@
 
 #include "common/duration.hpp"
 #include "common/error.hpp"
-#include "launcher/sbatch_script.hpp"
+#include "slurm/sbatch_script.hpp"
 
 namespace ddp::jobs {
 

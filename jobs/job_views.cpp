@@ -9,7 +9,7 @@
 #include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/run_outcome.hpp"
-#include "launcher/metrics.hpp"
+#include "launcher/outputs/metrics.hpp"
 
 namespace ddp::jobs {
 

@@ -22,7 +22,7 @@ struct RunMemory {
   std::string first_failure;              // "rank 1 exited with code 3: ValueError: boom"
   std::string previous_failure;           // the attempt before a `restarting`: what it restarts after
   std::string end_reason;                 // how the executor saw the run end ("Slurm job 12 COMPLETED ...")
-  // The supervisor's straggler verdicts (launcher/straggler_detector.hpp): each rank's latest, and
+  // The supervisor's straggler verdicts (launcher/hang/straggler_detector.hpp): each rank's latest, and
   // when it came (the event's time). Reported, not a failure: the job goes on.
   struct StragglerSeen {
     events::Straggler verdict;

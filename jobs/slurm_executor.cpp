@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "common/error.hpp"
-#include "launcher/sbatch_script.hpp"
+#include "slurm/sbatch_script.hpp"
 
 namespace ddp::jobs {
 

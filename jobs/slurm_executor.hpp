@@ -19,7 +19,7 @@
 
 #include "jobs/executor.hpp"
 #include "jobs/slurm_update.hpp"
-#include "launcher/slurm_job.hpp"
+#include "slurm/slurm_job.hpp"
 
 namespace ddp::jobs {
 

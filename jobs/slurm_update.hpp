@@ -3,7 +3,7 @@
 // PENDING and the other waiting states → Queued with Slurm's reason, RUNNING/COMPLETING → Running
 // on its nodes, a final state → Ended with the exit status (ExitCode 3:0 → 3, a signal → 128+N).
 #include "jobs/executor.hpp"
-#include "launcher/slurm_job.hpp"
+#include "slurm/slurm_job.hpp"
 
 namespace ddp::jobs {
 

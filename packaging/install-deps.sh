@@ -12,7 +12,7 @@ PACKAGES=(
   iproute2 procps psmisc         # ss, ps, fuser used by tests
   libre2-dev                     # RE2: linear-time regexes over user output (metrics, log patterns)
   librsvg2-bin                   # rsvg-convert: `ddp-launch report --out chart.png`
-  gdb                            # native stacks of hung C++ ranks (launcher/hang_forensics.hpp)
+  gdb                            # native stacks of hung C++ ranks (launcher/hang/hang_forensics.hpp)
   debootstrap                    # torch 2.x client chroots for the store tests; the .deb's Debian 12 root
   dpkg-dev file help2man lintian # the .deb: dpkg-shlibdeps (Depends), man pages from --help, its checks
   slurmctld slurmd slurm-client munge   # Slurm 22.05 for tests/integration/slurm (the tests start it)

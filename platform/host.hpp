@@ -9,7 +9,7 @@
 namespace ddp::platform {
 
 enum class Os { Posix, Windows };
-Os this_os();  // the build's: what the pure rules are told (launcher/host_facts.hpp)
+Os this_os();  // the build's: what the pure rules are told (launcher/run/host_facts.hpp)
 
 pid_t current_pid();
 std::string host_name();                           // "" when the OS will not say

@@ -40,7 +40,7 @@ struct CleanOptions {
   // End the processes that keep it in use when every one of them belongs to a dead run
   // (FileStoreDiagnosis::orphans; their start times are checked again), then decide again.
   bool end_orphans = false;
-  // Live workers of dead runs whose records name the file (launcher/run_record.hpp's fallback where
+  // Live workers of dead runs whose records name the file (launcher/outputs/run_record.hpp's fallback where
   // the OS cannot say who has a file open).
   std::vector<proc::ProcessInfo> dead_run_workers;
 };

@@ -1,6 +1,6 @@
 #pragma once
 // A native worker's backtrace on SIGABRT, for the supervisor's hang forensics where gdb is absent
-// or may not attach (launcher/hang_forensics.hpp): the thread the signal lands on (the main thread,
+// or may not attach (launcher/hang/hang_forensics.hpp): the thread the signal lands on (the main thread,
 // for a kill(2) to the process) writes its frames to stderr between env::kAbortBacktraceBegin and
 // env::kAbortBacktraceEnd (glibc's backtrace_symbols_fd), then the process dies of SIGABRT as it
 // would have. A program's own abort() (std::terminate…) gets the same backtrace.

@@ -1,4 +1,4 @@
-// Test driver for the hang forensics (launcher/hang_forensics.hpp) with real ranks: hosts a store
+// Test driver for the hang forensics (launcher/hang/hang_forensics.hpp) with real ranks: hosts a store
 // as the supervisor does, starts `--nproc` ranks of the worker command with the supervisor's
 // worker environment (make_worker_launch: PYTHONFAULTHANDLER…), routes their output through the
 // LogRouter (stderr to a file only with --redirect-stderr, as -r 2), waits until every rank printed
@@ -20,13 +20,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "launcher/flight_recorder.hpp"
-#include "launcher/hang_forensics.hpp"
-#include "launcher/log_router.hpp"
-#include "launcher/rank_plan.hpp"
-#include "launcher/run_outputs.hpp"
-#include "launcher/spawner.hpp"
-#include "launcher/supervisor.hpp"
+#include "launcher/hang/flight_recorder.hpp"
+#include "launcher/hang/hang_forensics.hpp"
+#include "launcher/outputs/log_router.hpp"
+#include "launcher/supervisor/run_outputs.hpp"
+#include "launcher/supervisor/spawner.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
+#include "launcher/workers/rank_plan.hpp"
 #include "store/server.hpp"
 
 extern char** environ;

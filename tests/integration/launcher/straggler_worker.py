@@ -1,7 +1,7 @@
 """A DDP-style worker for the straggler tests: every step computes (a sleep), prints its
 `@ddp-metric step=N` line, then all_reduces a small tensor (gloo), so the ranks run in lockstep.
 The line comes BEFORE the collective: a slow rank's line comes late at every step, which is what
-the supervisor's straggler detector reads (launcher/straggler_detector.hpp)."""
+the supervisor's straggler detector reads (launcher/hang/straggler_detector.hpp)."""
 import argparse
 import datetime
 import os

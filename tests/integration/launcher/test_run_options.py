@@ -1,4 +1,4 @@
-"""`ddp-launch run`'s option rules end to end (launcher/run_options.hpp): sbatch rejects what run
+"""`ddp-launch run`'s option rules end to end (launcher/run/run_options.hpp): sbatch rejects what run
 rejects, torchrun flags new to ddp-launch with real torch 1.13 workers (--run-path,
 --shutdown-timeout), the interpreter chosen without --python, PET_* forms of our own flags, and the
 literal --rank warning."""

@@ -66,7 +66,7 @@ def compare(parent, trun, ours, attempt):
         added_o = {k for k in o if k not in parent or parent[k] != o[k]}
         for name in sorted(added_t - added_o):
             problems.append(f"rank {rank}: torchrun sets {name}={t[name]!r}, ddp-launch does not "
-                            f"(ours should set it in launcher/worker_env.cpp make_worker_launch)")
+                            f"(ours should set it in launcher/workers/worker_env.cpp make_worker_launch)")
         for name in SAME_VALUE:
             if t.get(name) != o.get(name):
                 problems.append(f"rank {rank}: {name}: torchrun {t.get(name)!r}, ddp-launch {o.get(name)!r}")

@@ -2,7 +2,7 @@
 
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
-#include "launcher/batch_policy.hpp"
+#include "launcher/workers/batch_policy.hpp"
 
 using namespace ddp::launcher;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "launcher/cgroup.hpp"
+#include "launcher/workers/cgroup.hpp"
 
 using namespace ddp::launcher;
 

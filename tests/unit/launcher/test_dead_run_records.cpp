@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "launcher/run_record.hpp"
+#include "launcher/outputs/run_record.hpp"
 #include "platform/host.hpp"
 #include "tests/unit/temp_dir.hpp"
 

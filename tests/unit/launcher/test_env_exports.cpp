@@ -3,7 +3,7 @@
 #include <map>
 
 #include "common/error.hpp"
-#include "launcher/env_exports.hpp"
+#include "launcher/workers/env_exports.hpp"
 
 using namespace ddp::launcher;
 

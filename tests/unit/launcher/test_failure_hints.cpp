@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "launcher/failure_hints.hpp"
+#include "launcher/supervisor/failure_hints.hpp"
 
 using namespace ddp::launcher;
 

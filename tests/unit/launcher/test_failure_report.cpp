@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/failure_report.hpp"
+#include "launcher/supervisor/failure_report.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;
@@ -185,10 +185,10 @@ TEST_CASE("failure report: a hang is the root cause, naming the suspect; the ran
   SupervisorPolicy policy;
   policy.nproc = 2;
   SupervisorMachine m(policy);
-  m.on(event::Start{});
-  m.on(event::HangDetected{0});
-  m.on(event::RankExited{RankExit{1, 1001, -1, SIGTERM, kT}});
-  m.on(event::RankExited{RankExit{0, 1000, -1, SIGTERM, kT}});
+  m.on(input::Start{});
+  m.on(input::HangDetected{0});
+  m.on(input::RankExited{RankExit{1, 1001, -1, SIGTERM, kT}});
+  m.on(input::RankExited{RankExit{0, 1000, -1, SIGTERM, kT}});
   auto in = failure_report_input(m, true);
   CHECK(in.hang_detected);
   in.exit_code = 1;
@@ -227,9 +227,9 @@ TEST_CASE("failure report input: the machine's state, attempt, failures and what
   SupervisorPolicy policy;
   policy.nproc = 2;
   SupervisorMachine m(policy);
-  m.on(event::Start{});
-  m.on(event::RankExited{RankExit{1, 1001, 3, 0, kT}});
-  m.on(event::RankExited{RankExit{0, 1000, -1, SIGTERM, kT + 1}});
+  m.on(input::Start{});
+  m.on(input::RankExited{RankExit{1, 1001, 3, 0, kT}});
+  m.on(input::RankExited{RankExit{0, 1000, -1, SIGTERM, kT + 1}});
   auto in = failure_report_input(m, true);
   CHECK(in.final);
   CHECK(in.state == m.state());
@@ -243,8 +243,8 @@ TEST_CASE("failure report input: the machine's state, attempt, failures and what
   CHECK(in.evidence.empty());  // the shell's part
 
   SupervisorMachine s(policy);
-  s.on(event::Start{});
-  s.on(event::SignalReceived{SIGINT});
+  s.on(input::Start{});
+  s.on(input::SignalReceived{SIGINT});
   auto stopped = failure_report_input(s, false);
   CHECK_FALSE(stopped.final);
   CHECK(stopped.stop_signal == SIGINT);

@@ -1,10 +1,10 @@
-// torch's elastic file timer, the pure parts (launcher/file_timer.hpp): the requests torch 1.13's
+// torch's elastic file timer, the pure parts (launcher/hang/file_timer.hpp): the requests torch 1.13's
 // FileTimerClient writes, the FIFO's byte stream, the deadline table, which rank a pid is.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "launcher/file_timer.hpp"
+#include "launcher/hang/file_timer.hpp"
 
 using namespace ddp::launcher;
 

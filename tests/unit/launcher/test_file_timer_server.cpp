@@ -18,7 +18,7 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
-#include "launcher/file_timer_server.hpp"
+#include "launcher/hang/file_timer_server.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

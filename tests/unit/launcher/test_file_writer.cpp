@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "launcher/file_writer.hpp"
+#include "launcher/outputs/file_writer.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

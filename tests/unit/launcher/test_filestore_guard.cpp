@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "launcher/filestore_guard.hpp"
+#include "launcher/supervisor/filestore_guard.hpp"
 
 using namespace ddp::launcher;
 

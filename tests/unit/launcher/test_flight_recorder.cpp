@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "launcher/flight_recorder.hpp"
+#include "launcher/hang/flight_recorder.hpp"
 #include "store/client.hpp"
 #include "store/server.hpp"
 #include "tests/unit/temp_dir.hpp"

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "launcher/gpu_watch_core.hpp"
+#include "launcher/hang/gpu_watch_core.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/hang_forensics.hpp"
-#include "launcher/log_router.hpp"
-#include "launcher/run_outputs.hpp"
-#include "launcher/spawner.hpp"
-#include "launcher/supervisor.hpp"
+#include "launcher/hang/hang_forensics.hpp"
+#include "launcher/outputs/log_router.hpp"
+#include "launcher/supervisor/run_outputs.hpp"
+#include "launcher/supervisor/spawner.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

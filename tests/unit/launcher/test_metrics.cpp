@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
-#include "launcher/metrics.hpp"
+#include "launcher/outputs/metrics.hpp"
 
 using namespace ddp::launcher;
 

@@ -1,10 +1,10 @@
-// --numa-binding's CPU sets (launcher/numa_binding.hpp).
+// --numa-binding's CPU sets (launcher/workers/numa_binding.hpp).
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "common/error.hpp"
-#include "launcher/numa_binding.hpp"
+#include "launcher/workers/numa_binding.hpp"
 
 using namespace ddp::launcher;
 using Cpus = std::vector<int>;

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/output_lines.hpp"
+#include "launcher/outputs/output_lines.hpp"
 
 using namespace ddp::launcher;
 using Lines = std::vector<std::string>;

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <vector>
 
-#include "launcher/heartbeat_files.hpp"
-#include "launcher/progress_watch.hpp"
+#include "launcher/hang/heartbeat_files.hpp"
+#include "launcher/hang/progress_watch.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

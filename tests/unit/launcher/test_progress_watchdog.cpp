@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
-#include "launcher/progress_watchdog.hpp"
+#include "launcher/hang/progress_watchdog.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;

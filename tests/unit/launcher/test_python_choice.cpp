@@ -1,9 +1,9 @@
-// Which interpreter runs the workers without --python/$PYTHON_EXEC (launcher/python_choice.hpp).
+// Which interpreter runs the workers without --python/$PYTHON_EXEC (launcher/run/python_choice.hpp).
 #include <doctest/doctest.h>
 
 #include <set>
 
-#include "launcher/python_choice.hpp"
+#include "launcher/run/python_choice.hpp"
 
 using namespace ddp::launcher;
 

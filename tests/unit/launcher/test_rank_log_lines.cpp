@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/rank_log_lines.hpp"
+#include "launcher/workers/rank_log_lines.hpp"
 
 using namespace ddp::launcher;
 using Strings = std::vector<std::string>;

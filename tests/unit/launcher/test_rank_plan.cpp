@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
-#include "launcher/rank_plan.hpp"
-#include "launcher/rendezvous_client_machine.hpp"
-#include "launcher/worker_env.hpp"
+#include "launcher/rendezvous/rendezvous_client_machine.hpp"
+#include "launcher/workers/rank_plan.hpp"
+#include "launcher/workers/worker_env.hpp"
 
 using namespace ddp::launcher;
 

@@ -1,5 +1,5 @@
 // The joining side of the dynamic rendezvous, without sockets or threads: a simulated store and
-// clock answer the machine's requests (launcher/rendezvous_client.cpp does the same with a real client).
+// clock answer the machine's requests (launcher/rendezvous/rendezvous_client.cpp does the same with a real client).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "launcher/rendezvous_client_machine.hpp"
+#include "launcher/rendezvous/rendezvous_client_machine.hpp"
 
 using namespace ddp::launcher;
 using ms = std::chrono::milliseconds;

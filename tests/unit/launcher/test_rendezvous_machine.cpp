@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "launcher/rendezvous_machine.hpp"
+#include "launcher/rendezvous/rendezvous_machine.hpp"
 
 using namespace ddp::launcher;
 using ms = std::chrono::milliseconds;

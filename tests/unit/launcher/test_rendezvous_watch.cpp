@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "launcher/rendezvous_watch.hpp"
+#include "launcher/rendezvous/rendezvous_watch.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;

@@ -1,8 +1,8 @@
 // The rendezvous watchdog's judgment from the store's count and each live local rank's evidence.
 #include <doctest/doctest.h>
 
-#include "launcher/rendezvous_watchdog.hpp"
-#include "launcher/supervisor.hpp"
+#include "launcher/rendezvous/rendezvous_watchdog.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
-#include "launcher/report.hpp"
+#include "launcher/outputs/report.hpp"
 
 using namespace ddp::launcher;
 

@@ -5,15 +5,15 @@
 #include <csignal>
 
 #include "common/peer_failure.hpp"
-#include "launcher/root_cause.hpp"
-#include "launcher/supervisor_machine.hpp"
+#include "launcher/supervisor/root_cause.hpp"
+#include "launcher/supervisor/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;
 
 namespace {
 
-event::RankExited exited(int local_rank, double time, int code, int signal = 0) {
+input::RankExited exited(int local_rank, double time, int code, int signal = 0) {
   return {RankExit{local_rank, 1000 + local_rank, code, signal, time}};
 }
 
@@ -22,7 +22,7 @@ SupervisorMachine started(int nproc) {
   p.nproc = nproc;
   p.shutdown_grace = 5000ms;
   SupervisorMachine m(p);
-  m.on(event::Start{});
+  m.on(input::Start{});
   return m;
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("within the window after the teardown began, an exit without a record 
 TEST_CASE("a straggler killed after the grace, and signals of a handled-signal stop, are the teardown's") {
   auto m = started(2);
   m.on(exited(1, 60.0, 3));
-  m.on(event::GraceExpired{0});
+  m.on(input::GraceExpired{0});
   m.on(exited(0, 65.0, 0, SIGKILL));
   CHECK(m.failures()[1].by_teardown_signal);
   auto a = attribute_failures(m.failures(), {none(), none()}, m.teardown_began());
@@ -178,7 +178,7 @@ TEST_CASE("a straggler killed after the grace, and signals of a handled-signal s
   CHECK(a[1].role == FailureRole::Teardown);
 
   auto s = started(2);
-  s.on(event::SignalReceived{SIGINT});
+  s.on(input::SignalReceived{SIGINT});
   s.on(exited(0, 70.0, 0, SIGINT));
   s.on(exited(1, 70.0, 0, SIGINT));
   CHECK_FALSE(s.teardown_began());
@@ -191,10 +191,10 @@ TEST_CASE("a new attempt forgets the last one's teardown") {
   p.nproc = 2;
   p.max_restarts = 1;
   SupervisorMachine m(p);
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(0, 1.0, 1));
   m.on(exited(1, 1.5, 0, SIGTERM));
-  m.on(event::BackoffExpired{1});
+  m.on(input::BackoffExpired{1});
   REQUIRE(m.attempt() == 1);
   CHECK(m.failures().empty());
   CHECK_FALSE(m.teardown_began());

@@ -1,4 +1,4 @@
-// `ddp-launch run`'s option rules (launcher/run_options.hpp) on made-up hosts: argv is parsed by
+// `ddp-launch run`'s option rules (launcher/run/run_options.hpp) on made-up hosts: argv is parsed by
 // run's own CLI11 registration, then plan_run turns it into the supervisor's config.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/run_options.hpp"
-#include "launcher/slurm.hpp"
-#include "launcher/supervisor_machine.hpp"
+#include "launcher/run/run_options.hpp"
+#include "launcher/supervisor/supervisor_machine.hpp"
+#include "slurm/slurm.hpp"
 
 using namespace ddp::launcher;
 using Argv = std::vector<std::string>;

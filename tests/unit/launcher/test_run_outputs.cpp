@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "launcher/run_outputs.hpp"
-#include "launcher/supervisor.hpp"
+#include "launcher/supervisor/run_outputs.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;

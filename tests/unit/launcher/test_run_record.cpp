@@ -7,7 +7,7 @@
 #include <fstream>
 #include <map>
 
-#include "launcher/run_record.hpp"
+#include "launcher/outputs/run_record.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;

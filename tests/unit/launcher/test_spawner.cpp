@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/error.hpp"
-#include "launcher/spawner.hpp"
+#include "launcher/supervisor/spawner.hpp"
 
 using namespace ddp::launcher;
 

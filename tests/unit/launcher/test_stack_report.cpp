@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "launcher/stack_report.hpp"
+#include "launcher/hang/stack_report.hpp"
 
 using namespace ddp::launcher;
 

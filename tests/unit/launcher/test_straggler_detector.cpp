@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/straggler_detector.hpp"
+#include "launcher/hang/straggler_detector.hpp"
 
 using namespace ddp::launcher;
 

@@ -1,10 +1,10 @@
-// launcher/supervisor_events: the supervisor's values become the fields the event file has always
+// launcher/supervisor/supervisor_events: the supervisor's values become the fields the event file has always
 // had (the JSON below is what a reader — the daemon, tests, docs/events.schema.json — relies on).
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/supervisor_events.hpp"
+#include "launcher/supervisor/supervisor_events.hpp"
 
 using namespace ddp;
 using namespace ddp::launcher;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <csignal>
 
-#include "launcher/supervisor.hpp"
-#include "launcher/supervisor_machine.hpp"
+#include "launcher/supervisor/supervisor_config.hpp"
+#include "launcher/supervisor/supervisor_machine.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;
@@ -25,7 +25,7 @@ T get(const std::vector<Action>& actions) {
   return T{};
 }
 
-event::RankExited exited(int local_rank, int code, int signal = 0) {
+input::RankExited exited(int local_rank, int code, int signal = 0) {
   return {RankExit{local_rank, 1000 + local_rank, code, signal, 0}};
 }
 
@@ -42,7 +42,7 @@ SupervisorPolicy policy(int nproc, int max_restarts = 0) {
 
 TEST_CASE("all ranks exit 0: success") {
   SupervisorMachine m(policy(2));
-  auto a = m.on(event::Start{});
+  auto a = m.on(input::Start{});
   CHECK(has<action::ResetStore>(a));
   CHECK(get<action::SpawnGroup>(a).attempt == 0);
   CHECK(m.on(exited(0, 0)).empty());
@@ -53,7 +53,7 @@ TEST_CASE("all ranks exit 0: success") {
 
 TEST_CASE("first failure tears the group down; no budget: failed with the root cause first") {
   SupervisorMachine m(policy(3));
-  m.on(event::Start{});
+  m.on(input::Start{});
   auto a = m.on(exited(1, 3));
   CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
   CHECK(get<action::ArmGrace>(a).after == 5000ms);
@@ -69,23 +69,23 @@ TEST_CASE("first failure tears the group down; no budget: failed with the root c
 
 TEST_CASE("a straggler that ignores SIGTERM is killed when the grace expires") {
   SupervisorMachine m(policy(2));
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(0, 1));
-  auto kill = m.on(event::GraceExpired{0});
+  auto kill = m.on(input::GraceExpired{0});
   CHECK(get<action::SignalGroup>(kill).signo == SIGKILL);
-  CHECK(m.on(event::GraceExpired{7}).empty());  // a stale timer is ignored
+  CHECK(m.on(input::GraceExpired{7}).empty());  // a stale timer is ignored
 }
 
 TEST_CASE("restart within budget: backoff, fresh store, next attempt; success ends it") {
   SupervisorMachine m(policy(2, 2));
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(0, 3));
   auto gone = m.on(exited(1, 0, SIGTERM));
   auto backoff = get<action::ArmBackoff>(gone);
   CHECK(backoff.attempt == 1);
   CHECK(backoff.after == 0ms);  // the first restart is immediate
   CHECK(m.state() == GroupState::Restarting);
-  auto spawn = m.on(event::BackoffExpired{1});
+  auto spawn = m.on(input::BackoffExpired{1});
   CHECK(has<action::ResetStore>(spawn));
   CHECK(get<action::SpawnGroup>(spawn).attempt == 1);
   CHECK(m.attempt() == 1);
@@ -95,20 +95,20 @@ TEST_CASE("restart within budget: backoff, fresh store, next attempt; success en
 
 TEST_CASE("the backoff grows per attempt after the first and the budget runs out") {
   SupervisorMachine m(policy(1, 3));
-  m.on(event::Start{});
+  m.on(input::Start{});
   CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 0ms);
-  m.on(event::BackoffExpired{1});
+  m.on(input::BackoffExpired{1});
   CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 100ms);
-  m.on(event::BackoffExpired{2});
+  m.on(input::BackoffExpired{2});
   CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 200ms);
-  m.on(event::BackoffExpired{3});
+  m.on(input::BackoffExpired{3});
   CHECK(get<action::Finish>(m.on(exited(0, 1))).exit_code == 1);
 }
 
 TEST_CASE("a handled signal is forwarded; no restart; 128+signo") {
   SupervisorMachine m(policy(2, 5));
-  m.on(event::Start{});
-  auto a = m.on(event::SignalReceived{SIGTERM});
+  m.on(input::Start{});
+  auto a = m.on(input::SignalReceived{SIGTERM});
   CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
   m.on(exited(0, 0, SIGTERM));
   auto done = m.on(exited(1, 0, SIGTERM));
@@ -118,51 +118,51 @@ TEST_CASE("a handled signal is forwarded; no restart; 128+signo") {
 
 TEST_CASE("a second Ctrl-C kills at once") {
   SupervisorMachine m(policy(2));
-  m.on(event::Start{});
-  CHECK(get<action::SignalGroup>(m.on(event::SignalReceived{SIGINT})).signo == SIGINT);
-  CHECK(get<action::SignalGroup>(m.on(event::SignalReceived{SIGINT})).signo == SIGKILL);
+  m.on(input::Start{});
+  CHECK(get<action::SignalGroup>(m.on(input::SignalReceived{SIGINT})).signo == SIGINT);
+  CHECK(get<action::SignalGroup>(m.on(input::SignalReceived{SIGINT})).signo == SIGKILL);
 }
 
 TEST_CASE("a signal during the restart backoff ends the job") {
   SupervisorMachine m(policy(1, 3));
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(0, 1));
-  auto done = m.on(event::SignalReceived{SIGTERM});
+  auto done = m.on(input::SignalReceived{SIGTERM});
   CHECK(get<action::Finish>(done).exit_code == 128 + SIGTERM);
-  CHECK(m.on(event::BackoffExpired{1}).empty());
+  CHECK(m.on(input::BackoffExpired{1}).empty());
 }
 
 TEST_CASE("a rendezvous timeout fails the attempt like a rank failure: teardown, then restart or fail") {
   SupervisorMachine m(policy(2, 1));
-  m.on(event::Start{});
-  CHECK(m.on(event::RendezvousTimeout{7}).empty());  // a stale timer
-  auto stop = m.on(event::RendezvousTimeout{0});
+  m.on(input::Start{});
+  CHECK(m.on(input::RendezvousTimeout{7}).empty());  // a stale timer
+  auto stop = m.on(input::RendezvousTimeout{0});
   CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
   CHECK(m.rendezvous_timed_out());
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::ArmBackoff>(m.on(exited(1, 0, SIGTERM))).attempt == 1);
-  m.on(event::BackoffExpired{1});
+  m.on(input::BackoffExpired{1});
   CHECK_FALSE(m.rendezvous_timed_out());
-  m.on(event::RendezvousTimeout{1});
+  m.on(input::RendezvousTimeout{1});
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
 }
 
 TEST_CASE("a hang fails the attempt like a rank failure: teardown, then restart within the budget") {
   SupervisorMachine m(policy(2, 1));
-  m.on(event::Start{});
-  CHECK(m.on(event::HangDetected{4}).empty());  // a stale verdict
-  auto stop = m.on(event::HangDetected{0});
+  m.on(input::Start{});
+  CHECK(m.on(input::HangDetected{4}).empty());  // a stale verdict
+  auto stop = m.on(input::HangDetected{0});
   CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
   CHECK(has<action::ArmGrace>(stop));
   CHECK(m.hang_detected());
-  CHECK(m.on(event::HangDetected{0}).empty());  // already stopping
+  CHECK(m.on(input::HangDetected{0}).empty());  // already stopping
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::ArmBackoff>(m.on(exited(1, 0, SIGTERM))).attempt == 1);
-  m.on(event::BackoffExpired{1});
+  m.on(input::BackoffExpired{1});
   CHECK_FALSE(m.hang_detected());
   // The budget is spent: the next hang fails the job.
-  m.on(event::HangDetected{1});
+  m.on(input::HangDetected{1});
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
   CHECK(m.state() == GroupState::Failed);
@@ -172,12 +172,12 @@ TEST_CASE("--on-hang fail: a hang fails the job even with restarts left; other f
   auto p = policy(2, 3);
   p.restart_on_hang = false;
   SupervisorMachine m(p);
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(1, 3));  // an ordinary failure: restarted
   m.on(exited(0, 0, SIGTERM));
-  m.on(event::BackoffExpired{1});
+  m.on(input::BackoffExpired{1});
   CHECK(m.attempt() == 1);
-  m.on(event::HangDetected{1});
+  m.on(input::HangDetected{1});
   m.on(exited(1, 0, SIGTERM));
   auto done = m.on(exited(0, 0, SIGKILL));
   CHECK(get<action::Finish>(done).exit_code == 1);
@@ -187,24 +187,24 @@ TEST_CASE("--on-hang fail: a hang fails the job even with restarts left; other f
 
 TEST_CASE("a signal during a hang's teardown ends the job as interrupted, not restarted") {
   SupervisorMachine m(policy(1, 3));
-  m.on(event::Start{});
-  m.on(event::HangDetected{0});
-  m.on(event::SignalReceived{SIGTERM});
+  m.on(input::Start{});
+  m.on(input::HangDetected{0});
+  m.on(input::SignalReceived{SIGTERM});
   CHECK(get<action::Finish>(m.on(exited(0, 0, SIGTERM))).exit_code == 128 + SIGTERM);
 }
 
 TEST_CASE("dynamic rendezvous: a round that ends stops the group and rejoins without spending budget") {
   SupervisorMachine m(policy(2, 0));
-  m.on(event::Start{});
-  auto stop = m.on(event::RoundEnded{false});
+  m.on(input::Start{});
+  auto stop = m.on(input::RoundEnded{false});
   CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
   m.on(exited(0, 0, SIGTERM));
   auto gone = m.on(exited(1, 0, SIGTERM));
   CHECK(get<action::ArmBackoff>(gone).attempt == 1);
   CHECK(m.stopped_by_round());
-  CHECK(get<action::SpawnGroup>(m.on(event::BackoffExpired{1})).attempt == 1);
+  CHECK(get<action::SpawnGroup>(m.on(input::BackoffExpired{1})).attempt == 1);
   // Closed elsewhere: stop and fail.
-  m.on(event::RoundEnded{true});
+  m.on(input::RoundEnded{true});
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
 }
@@ -213,38 +213,38 @@ TEST_CASE("dynamic rendezvous: a failure is charged only when the next round has
   auto p = policy(1, 1);
   p.defer_restart_charge = true;
   SupervisorMachine m(p);
-  m.on(event::Start{});
+  m.on(input::Start{});
   // A peer node died and our rank's connection was reset: excused.
   CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
-  CHECK(m.on(event::RoundAdmitted{true}).empty());
-  m.on(event::BackoffExpired{1});
+  CHECK(m.on(input::RoundAdmitted{true}).empty());
+  m.on(input::BackoffExpired{1});
   // A real failure: charged (budget 1 → 0).
   CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
-  CHECK(m.on(event::RoundAdmitted{false}).empty());
-  m.on(event::BackoffExpired{2});
+  CHECK(m.on(input::RoundAdmitted{false}).empty());
+  m.on(input::BackoffExpired{2});
   // Again: nothing left.
   CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
-  CHECK(get<action::Finish>(m.on(event::RoundAdmitted{false})).exit_code == 1);
+  CHECK(get<action::Finish>(m.on(input::RoundAdmitted{false})).exit_code == 1);
   CHECK(m.state() == GroupState::Failed);
 }
 
 TEST_CASE("a signal while waiting for the first rendezvous round ends the run at once (torchrun: 128+signo)") {
   for (int signo : {SIGTERM, SIGINT}) {
     SupervisorMachine m(policy(2));
-    auto a = m.on(event::SignalReceived{signo});
+    auto a = m.on(input::SignalReceived{signo});
     CHECK(get<action::Finish>(a).exit_code == 128 + signo);
     CHECK(m.state() == GroupState::Interrupted);
     CHECK(m.stop_signal() == signo);
-    CHECK(m.on(event::Start{}).empty());  // a round that closes afterwards starts nothing
+    CHECK(m.on(input::Start{}).empty());  // a round that closes afterwards starts nothing
   }
 }
 
 TEST_CASE("a signal during a spawn cut short: the ranks never started do not hold up the teardown") {
   SupervisorMachine m(policy(4));
-  m.on(event::Start{});
-  auto a = m.on(event::SignalReceived{SIGTERM});
+  m.on(input::Start{});
+  auto a = m.on(input::SignalReceived{SIGTERM});
   CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
-  CHECK(m.on(event::SpawnAbandoned{0, 2}).empty());  // ranks 0 and 1 run
+  CHECK(m.on(input::SpawnAbandoned{0, 2}).empty());  // ranks 0 and 1 run
   CHECK(m.on(exited(0, 0, SIGTERM)).empty());
   auto done = m.on(exited(1, 0, SIGTERM));
   CHECK(get<action::Finish>(done).exit_code == 128 + SIGTERM);
@@ -253,34 +253,34 @@ TEST_CASE("a signal during a spawn cut short: the ranks never started do not hol
 
 TEST_CASE("a spawn cut short before any rank started finishes at once") {
   SupervisorMachine m(policy(3, 2));
-  m.on(event::Start{});
-  m.on(event::SignalReceived{SIGINT});
-  auto done = m.on(event::SpawnAbandoned{0, 0});
+  m.on(input::Start{});
+  m.on(input::SignalReceived{SIGINT});
+  auto done = m.on(input::SpawnAbandoned{0, 0});
   CHECK(get<action::Finish>(done).exit_code == 128 + SIGINT);
 }
 
 TEST_CASE("a failure during a spawn cut short restarts once the started ranks are gone") {
   SupervisorMachine m(policy(3, 1));
-  m.on(event::Start{});
+  m.on(input::Start{});
   auto a = m.on(exited(0, 1));
   CHECK(get<action::SignalGroup>(a).signo == SIGTERM);
-  auto r = m.on(event::SpawnAbandoned{0, 1});  // only rank 0 had started, and it is gone
+  auto r = m.on(input::SpawnAbandoned{0, 1});  // only rank 0 had started, and it is gone
   CHECK(get<action::ArmBackoff>(r).attempt == 1);
-  CHECK(m.on(event::SpawnAbandoned{5, 0}).empty());  // another attempt's: ignored
+  CHECK(m.on(input::SpawnAbandoned{5, 0}).empty());  // another attempt's: ignored
 }
 
 TEST_CASE("finishing: the last output drains, then the supervisor exits once") {
   SupervisorMachine m(policy(1));
-  m.on(event::Start{});
+  m.on(input::Start{});
   CHECK(m.finish_stage() == FinishStage::NotFinishing);
   CHECK(get<action::Finish>(m.on(exited(0, 0))).exit_code == 0);
   CHECK(m.finish_stage() == FinishStage::Draining);
   CHECK(m.on(exited(0, 0)).empty());                // a late reap changes nothing
-  CHECK(m.on(event::ExitBarrierPassed{}).empty());  // no barrier without a dynamic rendezvous
-  CHECK(get<action::Exit>(m.on(event::OutputDrained{})).exit_code == 0);
+  CHECK(m.on(input::ExitBarrierPassed{}).empty());  // no barrier without a dynamic rendezvous
+  CHECK(get<action::Exit>(m.on(input::OutputDrained{})).exit_code == 0);
   CHECK(m.finish_stage() == FinishStage::Exited);
-  CHECK(m.on(event::OutputDrained{}).empty());  // the drain timer's cancellation fires it again
-  CHECK(m.on(event::SignalReceived{SIGINT}).empty());
+  CHECK(m.on(input::OutputDrained{}).empty());  // the drain timer's cancellation fires it again
+  CHECK(m.on(input::SignalReceived{SIGINT}).empty());
   CHECK(m.finished_with() == 0);
 }
 
@@ -288,13 +288,13 @@ TEST_CASE("finishing with a dynamic rendezvous: the exit barrier comes between t
   auto p = policy(1);
   p.exit_barrier = true;
   SupervisorMachine m(p);
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(0, 2));
   CHECK(m.finish_stage() == FinishStage::Draining);
-  CHECK(get<action::JoinExitBarrier>(m.on(event::OutputDrained{})).exit_code == 1);
+  CHECK(get<action::JoinExitBarrier>(m.on(input::OutputDrained{})).exit_code == 1);
   CHECK(m.finish_stage() == FinishStage::AtExitBarrier);
-  CHECK(m.on(event::OutputDrained{}).empty());  // joined once
-  CHECK(get<action::Exit>(m.on(event::ExitBarrierPassed{})).exit_code == 1);
+  CHECK(m.on(input::OutputDrained{}).empty());  // joined once
+  CHECK(get<action::Exit>(m.on(input::ExitBarrierPassed{})).exit_code == 1);
   CHECK(m.finish_stage() == FinishStage::Exited);
 }
 
@@ -302,19 +302,19 @@ TEST_CASE("finishing: a handled signal stops the waiting, at the barrier or duri
   auto p = policy(1);
   p.exit_barrier = true;
   SupervisorMachine m(p);
-  m.on(event::Start{});
+  m.on(input::Start{});
   m.on(exited(0, 0));
-  m.on(event::OutputDrained{});
-  CHECK(get<action::Exit>(m.on(event::SignalReceived{SIGTERM})).exit_code == 128 + SIGTERM);
+  m.on(input::OutputDrained{});
+  CHECK(get<action::Exit>(m.on(input::SignalReceived{SIGTERM})).exit_code == 128 + SIGTERM);
   CHECK(m.finished_with() == 128 + SIGTERM);
   CHECK(m.state() == GroupState::Succeeded);        // the group's outcome stays what it was
-  CHECK(m.on(event::ExitBarrierPassed{}).empty());  // the barrier's late answer: already gone
+  CHECK(m.on(input::ExitBarrierPassed{}).empty());  // the barrier's late answer: already gone
 
   SupervisorMachine d(policy(1));
-  d.on(event::Start{});
+  d.on(input::Start{});
   d.on(exited(0, 0));
-  CHECK(get<action::Exit>(d.on(event::SignalReceived{SIGINT})).exit_code == 128 + SIGINT);
-  CHECK(d.on(event::OutputDrained{}).empty());
+  CHECK(get<action::Exit>(d.on(input::SignalReceived{SIGINT})).exit_code == 128 + SIGINT);
+  CHECK(d.on(input::OutputDrained{}).empty());
 }
 
 TEST_CASE("the policy from the config: static runs restart by the budget; a dynamic rendezvous rejoins") {

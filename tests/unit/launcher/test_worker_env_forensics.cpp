@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "launcher/rank_plan.hpp"
-#include "launcher/worker_env.hpp"
+#include "launcher/workers/rank_plan.hpp"
+#include "launcher/workers/worker_env.hpp"
 
 using namespace ddp::launcher;
 

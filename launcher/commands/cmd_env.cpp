@@ -1,0 +1,47 @@
+// `ddp-launch env`: the exports one rank needs for a manual init_process_group("env://") against
+// a store that already runs (`ddp-launch store`), printed for `eval "$(ddp-launch env ...)"`.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "launcher/commands/commands.hpp"
+#include "launcher/workers/env_exports.hpp"
+
+namespace ddp::cli {
+
+Command add_env_command(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "env",
+      "Print the environment one rank needs for init_process_group(init_method=\"env://\") against a "
+      "running `ddp-launch store` (shell exports)");
+  struct Args {
+    std::string store;
+    launcher::EnvExportsInput in;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("--store", a->store, "HOST:PORT of the running store (what `ddp-launch store` listens on)")
+      ->required();
+  sub->add_option("--rank", a->in.rank, "This process's global rank, 0..WORLD_SIZE-1")->required();
+  sub->add_option("--world-size", a->in.world_size, "Number of ranks in the job")->required();
+  sub->add_option("--local-rank", a->in.local_rank, "Rank on this machine (default: --rank, i.e. one machine)");
+  sub->add_option("--local-world-size", a->in.local_world_size,
+                  "Ranks on this machine (default: --world-size, i.e. one machine)");
+  sub->add_option("--restart-count", a->in.restart_count,
+                  "Attempt number (TORCHELASTIC_RESTART_COUNT); every rank of an attempt must agree")
+      ->capture_default_str();
+  sub->footer(
+      "Example (two ranks on one machine):\n"
+      "  ddp-launch store --port 29500 &\n"
+      "  (eval \"$(ddp-launch env --store 127.0.0.1:29500 --rank 0 --world-size 2)\"; python3 train.py) &\n"
+      "  (eval \"$(ddp-launch env --store 127.0.0.1:29500 --rank 1 --world-size 2)\"; python3 train.py)\n"
+      "where train.py calls torch.distributed.init_process_group(\"gloo\", init_method=\"env://\").");
+  auto run = [a]() -> int {
+    launcher::set_store_address(a->in, a->store);
+    std::cout << launcher::render_sh_exports(launcher::env_exports(a->in));
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace ddp::cli

@@ -1,0 +1,51 @@
+#pragma once
+// RunOutputs: what a run writes besides its events: the console, and under run_dir the per-rank
+// and filtered log files and metrics.csv, all files behind the one writer thread
+// (launcher/outputs/file_writer.hpp). The log router (launcher/outputs/log_router.hpp) feeds them; the supervisor
+// flushes them before a failure summary and finishes them when the job is over.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "launcher/outputs/file_writer.hpp"
+#include "launcher/outputs/filtered_log_writer.hpp"
+#include "launcher/outputs/log_router.hpp"
+#include "launcher/outputs/metrics_recorder.hpp"
+
+namespace ddp::launcher {
+
+struct SupervisorConfig;  // launcher/supervisor/supervisor_config.hpp
+
+struct RunOutputs {
+  // run_info: describe_run's (supervisor_config.hpp).
+  RunOutputs(const SupervisorConfig& config, nlohmann::json run_info);
+
+  // run_dir/attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}, torchrun's layout. A new
+  // attempt's directory starts empty: torchrun wipes one a previous run left, so no stale rank's
+  // logs mix in.
+  void begin_attempt(int attempt);
+  // A rank's directory, created, without an error.json of before (the worker writes its own there).
+  std::filesystem::path rank_dir(int attempt, int local_rank);
+  // What the workers printed is in their log files before the summary quotes it, and before the
+  // `finished` event a reader may act on. Warns when the disk is slow (after 10 s).
+  void flush();
+  // The job is over: everything queued is written (the reports count what was not). A temporary
+  // run_dir goes unless it keeps metrics, and then the console says where they are.
+  void finish(int exit_code, int attempts);
+  // Evidence the user must be able to read after the job (a hang's stacks): a temporary run_dir
+  // stays, and finish() says so, naming `what`.
+  void keep(std::string what) { kept_.push_back(std::move(what)); }
+
+  Console console;
+  FileWriter files;  // per-rank logs, filtered logs, metrics.csv
+  MetricsRecorder metrics;
+  FilteredLogWriter filtered;
+
+ private:
+  std::filesystem::path run_dir_;
+  bool remove_run_dir_;
+  std::vector<std::string> kept_;
+};
+
+}  // namespace ddp::launcher

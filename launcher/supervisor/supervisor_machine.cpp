@@ -1,0 +1,231 @@
+#include "launcher/supervisor/supervisor_machine.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "platform/signal_numbers.hpp"
+
+namespace ddp::launcher {
+
+std::string_view group_state_name(GroupState s) {
+  switch (s) {
+    case GroupState::Init: return "INIT";
+    case GroupState::Running: return "RUNNING";
+    case GroupState::Stopping: return "STOPPING";
+    case GroupState::Restarting: return "RESTARTING";
+    case GroupState::Succeeded: return "SUCCEEDED";
+    case GroupState::Failed: return "FAILED";
+    case GroupState::Interrupted: return "INTERRUPTED";
+  }
+  return "?";
+}
+
+SupervisorMachine::SupervisorMachine(SupervisorPolicy policy) : policy_(policy) {}
+
+std::vector<Action> SupervisorMachine::on(const Input& e) {
+  if (exit_code_) return finishing(e);
+  return std::visit([this](const auto& ev) { return handle(ev); }, e);
+}
+
+int SupervisorMachine::live_ranks() const { return static_cast<int>(std::count(alive_.begin(), alive_.end(), true)); }
+
+std::vector<Action> SupervisorMachine::handle(const input::Start&) {
+  if (state_ != GroupState::Init) return {};
+  return spawn_attempt();
+}
+
+std::vector<Action> SupervisorMachine::spawn_attempt() {
+  state_ = GroupState::Running;
+  alive_.assign(static_cast<std::size_t>(policy_.nproc), true);
+  exited_ok_.assign(static_cast<std::size_t>(policy_.nproc), false);
+  failures_.clear();
+  teardown_began_.reset();
+  teardown_signals_.clear();
+  rendezvous_timed_out_ = false;
+  hang_detected_ = false;
+  stop_signal_ = 0;
+  round_stop_ = RoundStop::None;
+  return {action::ResetStore{}, action::SpawnGroup{attempt_}};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::RankExited& e) {
+  const auto& x = e.exit;
+  if (x.local_rank < 0 || x.local_rank >= policy_.nproc) return {};
+  auto idx = static_cast<std::size_t>(x.local_rank);
+  if (!alive_[idx]) return {};
+  alive_[idx] = false;
+  if (x.failed()) {
+    RankFailure f{x};
+    // Reaped in the same pass as the exit that began the teardown: it died before our signal.
+    f.after_teardown = state_ == GroupState::Stopping && (!teardown_began_ || x.time > *teardown_began_);
+    f.by_teardown_signal =
+        f.after_teardown && x.signal != 0 &&
+        std::find(teardown_signals_.begin(), teardown_signals_.end(), x.signal) != teardown_signals_.end();
+    failures_.push_back(f);
+  } else {
+    exited_ok_[idx] = true;
+  }
+  if (state_ == GroupState::Running) {
+    if (x.failed()) {
+      teardown_began_ = x.time;
+      return stop_group(sig::kTerm);
+    }
+    if (live_ranks() == 0) return finish(GroupState::Succeeded, 0);
+    return {};
+  }
+  if (state_ == GroupState::Stopping && live_ranks() == 0) return group_gone();
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::stop_group(int signo) {
+  state_ = GroupState::Stopping;
+  if (live_ranks() == 0) return group_gone();
+  return {signal_group(signo), action::ArmGrace{attempt_, policy_.shutdown_grace}};
+}
+
+action::SignalGroup SupervisorMachine::signal_group(int signo) {
+  teardown_signals_.push_back(signo);
+  return action::SignalGroup{signo};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::SignalReceived& e) {
+  if (state_ == GroupState::Running) {
+    stop_signal_ = e.signo;
+    return stop_group(e.signo);
+  }
+  if (state_ == GroupState::Stopping) {
+    if (stop_signal_ == 0) stop_signal_ = e.signo;                // a signal during failure teardown: no restart
+    if (e.signo == sig::kInt) return {signal_group(sig::kKill)};  // Ctrl-C while stopping: no more waiting
+    return {signal_group(e.signo)};
+  }
+  // Waiting for the first round (nothing spawned yet) or for the next attempt: nothing to stop.
+  if (state_ == GroupState::Init || state_ == GroupState::Restarting) {
+    stop_signal_ = e.signo;
+    return finish(GroupState::Interrupted, 128 + e.signo);
+  }
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::SpawnAbandoned& e) {
+  if (state_ != GroupState::Stopping || e.attempt != attempt_) return {};
+  for (auto i = static_cast<std::size_t>(std::max(e.first_unspawned, 0)); i < alive_.size(); ++i) alive_[i] = false;
+  if (live_ranks() == 0) return group_gone();
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::GraceExpired& e) {
+  if (state_ != GroupState::Stopping || e.attempt != attempt_ || live_ranks() == 0) return {};
+  return {signal_group(sig::kKill)};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::RendezvousTimeout& e) {
+  if (state_ != GroupState::Running || e.attempt != attempt_) return {};
+  rendezvous_timed_out_ = true;  // a failure like a rank's: the restart budget applies
+  return stop_group(sig::kTerm);
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::HangDetected& e) {
+  if (state_ != GroupState::Running || e.attempt != attempt_) return {};
+  hang_detected_ = true;  // a failure like a rank's: the restart budget applies (--on-hang restart)
+  return stop_group(sig::kTerm);
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::RoundEnded& e) {
+  if (state_ == GroupState::Running) {
+    round_stop_ = e.closed ? RoundStop::Closed : RoundStop::Rejoin;
+    return stop_group(sig::kTerm);
+  }
+  if (state_ == GroupState::Stopping) {
+    if (e.closed)
+      round_stop_ = RoundStop::Closed;
+    else if (round_stop_ == RoundStop::None && failures_.empty())
+      round_stop_ = RoundStop::Rejoin;
+    return {};
+  }
+  if (e.closed && (state_ == GroupState::Init || state_ == GroupState::Restarting)) {
+    round_stop_ = RoundStop::Closed;
+    return finish(GroupState::Failed, 1);
+  }
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::RoundAdmitted& e) {
+  if (state_ != GroupState::Restarting || !std::exchange(charge_pending_, false)) return {};
+  if (e.membership_changed) return {};
+  if (restarts_spent_ >= policy_.max_restarts) return finish(GroupState::Failed, 1);
+  ++restarts_spent_;
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::group_gone() {
+  if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
+  if (round_stop_ == RoundStop::Closed) return finish(GroupState::Failed, 1);
+  if (hang_detected_ && !policy_.restart_on_hang) return finish(GroupState::Failed, 1);  // --on-hang fail
+  if (round_stop_ == RoundStop::Rejoin) {
+    state_ = GroupState::Restarting;
+    return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
+  }
+  if (policy_.defer_restart_charge) {
+    state_ = GroupState::Restarting;
+    charge_pending_ = true;
+    return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
+  }
+  if (restarts_spent_ < policy_.max_restarts) {
+    ++restarts_spent_;
+    state_ = GroupState::Restarting;
+    // The first restart is immediate (as torchrun's); a group that keeps failing backs off
+    // exponentially from restart_backoff, so a crash loop does not spin.
+    std::chrono::milliseconds backoff{0};
+    if (restarts_spent_ >= 2) {
+      backoff = policy_.restart_backoff;
+      for (int i = 2; i < restarts_spent_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
+      backoff = std::min(backoff, policy_.max_backoff);
+    }
+    return {action::ArmBackoff{attempt_ + 1, backoff}};
+  }
+  return finish(GroupState::Failed, 1);
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::BackoffExpired& e) {
+  if (state_ != GroupState::Restarting || e.attempt != attempt_ + 1) return {};
+  attempt_ = e.attempt;
+  return spawn_attempt();
+}
+
+std::vector<Action> SupervisorMachine::finish(GroupState final_state, int code) {
+  state_ = final_state;
+  exit_code_ = code;
+  finish_stage_ = FinishStage::Draining;
+  return {action::Finish{code}};
+}
+
+// The group is over: only the drain, the exit barrier and a signal that cuts them short matter.
+std::vector<Action> SupervisorMachine::finishing(const Input& e) {
+  if (finish_stage_ == FinishStage::Exited) return {};
+  if (const auto* s = std::get_if<input::SignalReceived>(&e)) {
+    exit_code_ = 128 + s->signo;  // torchrun's agent re-raises it: stop waiting
+    finish_stage_ = FinishStage::Exited;
+    return {action::Exit{*exit_code_}};
+  }
+  if (std::holds_alternative<input::OutputDrained>(e)) return handle(input::OutputDrained{});
+  if (std::holds_alternative<input::ExitBarrierPassed>(e)) return handle(input::ExitBarrierPassed{});
+  return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::OutputDrained&) {
+  if (finish_stage_ != FinishStage::Draining) return {};
+  if (policy_.exit_barrier) {
+    finish_stage_ = FinishStage::AtExitBarrier;
+    return {action::JoinExitBarrier{*exit_code_}};
+  }
+  finish_stage_ = FinishStage::Exited;
+  return {action::Exit{*exit_code_}};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::ExitBarrierPassed&) {
+  if (finish_stage_ != FinishStage::AtExitBarrier) return {};
+  finish_stage_ = FinishStage::Exited;
+  return {action::Exit{*exit_code_}};
+}
+
+}  // namespace ddp::launcher

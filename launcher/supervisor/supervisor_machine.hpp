@@ -1,0 +1,213 @@
+#pragma once
+// SupervisorMachine: the supervisor's decisions as a pure state machine, in torchelastic's
+// vocabulary. Inputs go in (a rank exited, a signal, a timer fired); actions come out
+// (spawn the group, signal it, arm a timer, reset the store, finish). No processes, no clocks:
+// the shell (Supervisor) performs the actions and feeds back what happened.
+//
+//   INIT (waiting for the first rendezvous round): handled signal → INTERRUPTED at once
+//   start → spawn attempt 0 → RUNNING
+//   RUNNING: all ranks exit 0 → SUCCEEDED
+//            first non-zero exit → STOPPING(failure): SIGTERM every group, arm grace
+//            handled signal      → STOPPING(signal): forward it, arm grace
+//            rendezvous timeout, hang detected → STOPPING(failure), as a failed rank
+//   STOPPING: grace fires → SIGKILL; second SIGINT → SIGKILL at once; a spawn cut short by the
+//             stop (SpawnAbandoned): the ranks never started count as gone
+//             last rank gone → restart (if failure and budget left: backoff, reset store, respawn)
+//                              or FAILED / INTERRUPTED
+//   Finishing (after Finish): DRAINING the workers' last output → OutputDrained → a node of a
+//             dynamic rendezvous joins the exit barrier (JoinExitBarrier → ExitBarrierPassed) →
+//             Exit. A handled signal while finishing stops the waiting: Exit with 128+signo.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ddp::launcher {
+
+enum class GroupState { Init, Running, Stopping, Restarting, Succeeded, Failed, Interrupted };
+std::string_view group_state_name(GroupState s);
+
+// After the group's end (Finish): what the supervisor still waits for before it exits.
+enum class FinishStage { NotFinishing, Draining, AtExitBarrier, Exited };
+
+struct RankExit {
+  int local_rank = 0;
+  int pid = 0;
+  int exit_code = 0;  // meaningful when signal == 0
+  int signal = 0;     // terminating signal, 0 if it exited
+  double time = 0;    // seconds since the epoch, when the shell reaped it (one time per reap pass)
+  bool failed() const { return signal != 0 || exit_code != 0; }
+};
+
+// A failed exit and what the machine knows of its timing. `after_teardown`: reaped after the
+// teardown began (a later time than the exit that began it, or any exit while a signal, the
+// rendezvous or a round stops the group); `by_teardown_signal`: it also died of a signal the
+// supervisor had sent. root_cause.hpp weighs this with the rank's own records to name the root cause.
+struct RankFailure {
+  RankExit exit;
+  bool after_teardown = false;
+  bool by_teardown_signal = false;
+};
+
+// The machine's inputs (input::, the variant Input): what the shell saw happen. Not the run's event
+// stream, common/events.hpp's events:: (the --events file, the daemon's contract).
+namespace input {
+struct Start {};
+struct RankExited {
+  RankExit exit;
+};
+struct SignalReceived {
+  int signo;
+};
+struct GraceExpired {
+  int attempt;
+};
+// Not every rank reached the store in time (the shell's rendezvous watchdog): a failed attempt.
+struct RendezvousTimeout {
+  int attempt;
+};
+// A rank made no progress for the hang timeout (the shell's progress watchdog): a failed attempt,
+// restarted within the budget unless the policy says fail (--on-hang fail).
+struct HangDetected {
+  int attempt;
+};
+struct BackoffExpired {
+  int attempt;
+};
+// Dynamic rendezvous: the round this node runs in is over (a node was lost, joined or restarted
+// elsewhere): stop the group and restart it without spending the restart budget. `closed`: the
+// job is over elsewhere (or the rendezvous failed): stop and finish as failed.
+struct RoundEnded {
+  bool closed = false;
+};
+// Dynamic rendezvous: the node was admitted to a new round after its group failed. The failure is
+// charged to the restart budget only when the membership is unchanged: a failure caused by a lost
+// node (its peers' connections reset) is the membership change's, not this node's.
+struct RoundAdmitted {
+  bool membership_changed = false;
+};
+// The shell stopped spawning the group after a signal or a failure stopped it: local ranks from
+// `first_unspawned` on never started, so the teardown must not wait for them.
+struct SpawnAbandoned {
+  int attempt;
+  int first_unspawned;
+};
+// Finishing: the workers' pipes drained (or the shell stopped waiting for them).
+struct OutputDrained {};
+// Finishing (dynamic rendezvous): every node finished, or the barrier gave up.
+struct ExitBarrierPassed {};
+}  // namespace input
+using Input = std::variant<input::Start, input::RankExited, input::SignalReceived, input::GraceExpired,
+                           input::RendezvousTimeout, input::HangDetected, input::BackoffExpired, input::RoundEnded, input::RoundAdmitted,
+                           input::SpawnAbandoned, input::OutputDrained, input::ExitBarrierPassed>;
+
+namespace action {
+struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
+struct SpawnGroup {
+  int attempt;
+};
+struct SignalGroup {
+  int signo;  // to every live worker's process group
+};
+struct ArmGrace {
+  int attempt;
+  std::chrono::milliseconds after;
+};
+struct ArmBackoff {
+  int attempt;  // the attempt about to start
+  std::chrono::milliseconds after;
+};
+struct Finish {
+  int exit_code;  // the group is over: drain its last output (then OutputDrained)
+};
+struct JoinExitBarrier {
+  int exit_code;  // tell the rendezvous how this node's job ended; ExitBarrierPassed when all did
+};
+struct Exit {
+  int exit_code;  // the supervisor's: report, clean up, stop the loop
+};
+}  // namespace action
+using Action = std::variant<action::ResetStore, action::SpawnGroup, action::SignalGroup, action::ArmGrace,
+                            action::ArmBackoff, action::Finish, action::JoinExitBarrier, action::Exit>;
+
+struct SupervisorPolicy {
+  int nproc = 1;
+  int max_restarts = 0;
+  std::chrono::milliseconds shutdown_grace{30000};
+  std::chrono::milliseconds restart_backoff{0};  // before attempt 2 (attempt 1 starts at once); doubles, capped
+  std::chrono::milliseconds max_backoff{10000};
+  // Dynamic rendezvous: a failed group always rejoins; RoundAdmitted decides whether it is charged.
+  bool defer_restart_charge = false;
+  // Dynamic rendezvous: before it exits, the node waits until every node finished (the host keeps
+  // the store up for them).
+  bool exit_barrier = false;
+  // --on-hang restart (true) or fail: whether a hang may be restarted (within max_restarts).
+  bool restart_on_hang = true;
+};
+
+class SupervisorMachine {
+ public:
+  explicit SupervisorMachine(SupervisorPolicy policy);
+
+  std::vector<Action> on(const Input& e);
+
+  GroupState state() const { return state_; }
+  int attempt() const { return attempt_; }
+  int live_ranks() const;
+  // Failures of the attempt that ended last, in the order they were observed (ranks reaped together
+  // in rank order). Which one is the root cause is attribute_failures' decision (root_cause.hpp).
+  const std::vector<RankFailure>& failures() const { return failures_; }
+  // When the exit that began this attempt's teardown was reaped; nullopt when no failure began it.
+  std::optional<double> teardown_began() const { return teardown_began_; }
+  std::optional<int> finished_with() const { return exit_code_; }
+  FinishStage finish_stage() const { return finish_stage_; }
+  // The handled signal that stopped the group, 0 when a rank's failure did (or nothing yet).
+  int stop_signal() const { return stop_signal_; }
+  // The attempt that ended last was stopped because its rendezvous timed out.
+  bool rendezvous_timed_out() const { return rendezvous_timed_out_; }
+  // The attempt that ended last was stopped because a rank hung (HangDetected).
+  bool hang_detected() const { return hang_detected_; }
+  // The last stop came from the dynamic rendezvous (RoundEnded), not from a rank of this node.
+  bool stopped_by_round() const { return round_stop_ != RoundStop::None; }
+
+ private:
+  std::vector<Action> handle(const input::Start&);
+  std::vector<Action> handle(const input::RankExited&);
+  std::vector<Action> handle(const input::SignalReceived&);
+  std::vector<Action> handle(const input::GraceExpired&);
+  std::vector<Action> handle(const input::RendezvousTimeout&);
+  std::vector<Action> handle(const input::HangDetected&);
+  std::vector<Action> handle(const input::BackoffExpired&);
+  std::vector<Action> handle(const input::RoundEnded&);
+  std::vector<Action> handle(const input::RoundAdmitted&);
+  std::vector<Action> handle(const input::SpawnAbandoned&);
+  std::vector<Action> handle(const input::OutputDrained&);
+  std::vector<Action> handle(const input::ExitBarrierPassed&);
+  std::vector<Action> finishing(const Input& e);
+  std::vector<Action> spawn_attempt();
+  std::vector<Action> stop_group(int signo);
+  action::SignalGroup signal_group(int signo);  // remembered: a rank that dies of it was stopped by us
+  std::vector<Action> group_gone();
+  std::vector<Action> finish(GroupState final_state, int code);
+
+  SupervisorPolicy policy_;
+  GroupState state_ = GroupState::Init;
+  int attempt_ = 0;
+  std::vector<bool> alive_;
+  std::vector<bool> exited_ok_;
+  std::vector<RankFailure> failures_;
+  std::optional<double> teardown_began_;
+  std::vector<int> teardown_signals_;  // what this attempt's teardown sent so far
+  bool rendezvous_timed_out_ = false;
+  bool hang_detected_ = false;
+  int stop_signal_ = 0;     // the handled signal that stopped the group (0: a failure did)
+  int restarts_spent_ = 0;  // restarts after failures (membership changes are free)
+  enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
+  bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
+  std::optional<int> exit_code_;
+  FinishStage finish_stage_ = FinishStage::NotFinishing;
+};
+
+}  // namespace ddp::launcher
