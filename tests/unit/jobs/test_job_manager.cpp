@@ -336,7 +336,7 @@ TEST_CASE("recovery: a retry still in its back-off waits out the rest by the clo
   JobId a = 0;
   {
     Daemon first(dir.path, 2, clock);
-    a = first.submit("a", 2, "restart: {policy: on-failure, max_retries: 3, backoff: {initial: 10m}}\n");
+    a = first.submit("a", 2, "restart: {policy: on-failure, max_retries: 3, backoff: {initial: 10m, max: 10m}}\n");
     first.started(100);
     first.local.end(a, ddp::ExitStatus::exited(1));
     CHECK(first.state(a) == JobState::Restarting);
