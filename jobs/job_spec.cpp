@@ -195,8 +195,8 @@ void read_distributed(Reader& r, const YAML::Node& n, JobSpec& spec) {
              [&](const YAML::Node& v) {
                if (v.IsScalar() && (v.Scalar() == "auto" || v.Scalar() == "off")) {
                  d.hang_timeout = v.Scalar();
-               } else if (auto x =
-                              r.duration(v, "distributed.hang_timeout (auto, off or a duration)", kHangTimeoutRange)) {
+               } else if (auto x = r.duration(v, "distributed.hang_timeout (auto, off or a duration)",
+                                             kHangTimeoutRange)) {
                  d.hang_timeout = format_seconds(*x);
                }
              }},

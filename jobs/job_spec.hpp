@@ -107,11 +107,11 @@ class JobSpecError : public UsageError {
 JobSpec parse_job_spec(std::string_view yaml, const std::string& file);
 
 // The duration fields' ranges (common/duration.hpp reads and checks them).
-inline constexpr DurationRange kTimeoutRange{0.001, kMaxDurationS};      // limits.timeout
-inline constexpr DurationRange kShutdownGraceRange{0, 86400};            // distributed.shutdown_grace
+inline constexpr DurationRange kTimeoutRange{0.001, kMaxDurationS};     // limits.timeout
+inline constexpr DurationRange kShutdownGraceRange{0, 86400};           // distributed.shutdown_grace
 inline constexpr DurationRange kHangTimeoutRange{0.001, kMaxDurationS};  // distributed.hang_timeout
-inline constexpr DurationRange kBackoffRange{0, 30 * 86400.0};           // restart.backoff.*
-inline constexpr DurationRange kSlurmTimeLimitRange{1, kMaxDurationS};   // slurm.time_limit
+inline constexpr DurationRange kBackoffRange{0, 30 * 86400.0};          // restart.backoff.*
+inline constexpr DurationRange kSlurmTimeLimitRange{1, kMaxDurationS};  // slurm.time_limit
 
 // Where and as what the daemon launches one run of a job.
 struct LaunchContext {
