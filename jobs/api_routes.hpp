@@ -1,6 +1,7 @@
 #pragma once
-// The HTTP API's routes (listed in api_server.hpp): a request → its response, or the stream it asks
-// for (a followed log, the dashboard's live stream), which the connection then serves. Knows the
+// The HTTP API's routes, as a table (api_routes()): a request → its response, or the stream it asks
+// for (a followed log, the dashboard's live stream), which the connection then serves. jobs/README.md
+// lists the table (HTTP API), checked by tests/unit/jobs/test_api_routes.cpp. Knows the
 // job manager and the API's vocabulary (api_request.hpp); knows nothing of sockets or of who may ask
 // (ApiServer's session and the dashboard's gate decided that before).
 #include <boost/beast/http/message.hpp>
@@ -8,6 +9,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "jobs/api_request.hpp"
 #include "jobs/dashboard/gate.hpp"
@@ -34,6 +37,23 @@ struct RouteContext {
   const nlohmann::json& daemon;  // GET /v1/daemon
   dashboard::Gate* gate;         // POST /v1/dashboard/login-link; nullptr without --listen
 };
+
+// One route: its method, its path ("{id}": a job id), what it answers (one line: the docs' table)
+// and its handler (`id`: the path's job id, 0 without one).
+struct Route {
+  boost::beast::http::verb verb;
+  std::string_view pattern;
+  std::string_view summary;
+  RouteResult (*handler)(const HttpRequest& req, const Target& target, const RouteContext& ctx, JobId id);
+};
+
+// Every route, in the order they are matched (a literal segment before {id}; a path's first route
+// names the method a 405 asks for).
+const std::vector<Route>& api_routes();
+
+// The route of the request's path and method. Throws ApiError: 400 for a path whose job id is not
+// one, 404 for no route, 405 for a path whose routes take another method.
+const Route& find_route(const HttpRequest& req, const Target& target, JobId& id);
 
 // Throws ApiError, JobError or JobSpecError for the session to answer (error_response).
 RouteResult route_request(const HttpRequest& req, const Target& target, const RouteContext& ctx);

@@ -2,11 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <array>
 #include <boost/asio/steady_timer.hpp>
@@ -25,6 +20,8 @@
 #include "jobs/run_logs.hpp"
 #include "jobs/tcp_slot.hpp"
 #include "jobs/unix_socket.hpp"
+#include "platform/host.hpp"
+#include "platform/local_socket.hpp"
 
 namespace ddp::jobs {
 
@@ -48,13 +45,11 @@ struct TcpAdmission {
 
 // n hex digits from the kernel's CSPRNG: the dashboard's session secrets.
 std::string random_hex(std::size_t n) {
-  std::string bytes((n + 1) / 2, '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    auto r = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw Error(fmt::format("getrandom failed: {}", std::strerror(errno)));
-    got += static_cast<std::size_t>(r);
+  std::string bytes;
+  try {
+    bytes = platform::random_bytes((n + 1) / 2);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("no random bytes for a dashboard session: {}", e.what()));
   }
   std::string out;
   for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
@@ -294,7 +289,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
                         });
       return;
     }
-    if (jobs_.is_finished(follow_id_)) {
+    if (jobs_.views().is_finished(follow_id_)) {
       follow_done_ = true;
       end_follow();
       asio::async_write(socket_, http::make_chunk_last(),
@@ -346,28 +341,30 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
 
 ApiServer::ApiServer(asio::io_context& io, JobManager& jobs, ApiLimits limits)
     : io_(io), jobs_(jobs), limits_(limits), accept_pause_(io), shared_(jobs) {
-  shared_.daemon = {{"pid", ::getpid()}, {"state_dir", jobs.config().state_dir.string()}, {"tcp", nullptr}};
+  shared_.daemon = {
+      {"pid", platform::current_pid()}, {"state_dir", jobs.config().state_dir.string()}, {"tcp", nullptr}};
 }
 
 void ApiServer::listen_unix(const fs::path& path) {
   using proto = asio::local::stream_protocol;
-  if (path.string().size() >= sizeof(sockaddr_un::sun_path)) {
+  if (path.string().size() > platform::local_socket_path_max()) {
     throw UsageError(
         fmt::format("socket path {} is {} bytes, over the {}-byte limit of unix sockets; choose a "
                     "shorter --socket",
-                    path.string(), path.string().size(), sizeof(sockaddr_un::sun_path) - 1));
+                    path.string(), path.string().size(), platform::local_socket_path_max()));
   }
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   remove_stale_socket(path);
-  auto old = ::umask(0077);  // the socket is born 0600: no window in which others may connect
-  unix_.emplace(io_);
-  unix_->open();
   boost::system::error_code bec;
-  unix_->bind(proto::endpoint(path.string()), bec);
-  ::umask(old);
+  {
+    platform::PrivateCreation private_socket;  // the socket is born 0600: no window in which others may connect
+    unix_.emplace(io_);
+    unix_->open();
+    unix_->bind(proto::endpoint(path.string()), bec);
+  }
   if (bec) throw Error(fmt::format("cannot listen on {}: {}", path.string(), bec.message()));
-  ::chmod(path.c_str(), 0600);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
   unix_->listen();
   unix_path_ = path;
   accept_unix();

@@ -2,20 +2,8 @@
 // ApiServer: the daemon's HTTP/1.1 JSON API (Boost.Beast) on a unix socket (mode 0600, no token)
 // and, when asked, on TCP (every request but /healthz needs `Authorization: Bearer <token>`).
 //
-//   POST /v1/jobs                      body: job YAML (X-Ddp-File names it in errors) → 201 job
-//   POST /v1/jobs/validate             the same, not submitted → 200 {"ok", "error", "problems"}
-//   GET  /v1/jobs?state=S&limit=N      newest first
-//   GET  /v1/jobs/{id}                 job, with its spec
-//   POST /v1/jobs/{id}/cancel          → 202 job (CANCELLING or CANCELLED)
-//   GET  /v1/jobs/{id}/events          state transitions and supervisor events
-//   GET  /v1/jobs/{id}/logs?rank=N|supervisor&stream=stdout|stderr&follow=1
-//   GET  /v1/jobs/{id}/metrics         values the spec's metrics regexes found in each rank's output
-//   GET  /v1/host                      slots, GPUs and their jobs, the queue, jobs by state
-//   GET  /v1/daemon                    pid, state directory, TCP address (`ddp-launch ui`)
-//   POST /v1/dashboard/login-link      → 201 {"code", "expires_in_s"}: a one-time login (`ddp-launch ui`)
-//   GET  /metrics                      Prometheus text
-//   GET  /healthz
-//   GET  /ui/events?view=…             the dashboard's live stream (Server-Sent Events, dashboard/live_stream.hpp)
+// The routes are api_routes.cpp's table (jobs/README.md lists it, checked by a unit test); /healthz
+// is answered before the dashboard's gate.
 // Errors are JSON {"error": "...", ...} with a 4xx status; the daemon keeps serving. TCP clients
 // are admitted by ApiLimits (api_policy.hpp): a cap (503 beyond it) and a deadline for an
 // authenticated request; the unix socket has neither. On TCP the web dashboard is served too, and

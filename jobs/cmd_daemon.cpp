@@ -1,10 +1,6 @@
 // `ddp-launch daemon`: the job daemon on one Asio loop (HTTP API, job manager, supervisors).
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -19,11 +15,13 @@
 #include "common/error.hpp"
 #include "common/gpu.hpp"
 #include "common/net.hpp"
-#include "platform/proc.hpp"
 #include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"
-#include "jobs/job_manager.hpp"
+#include "jobs/job_daemon.hpp"
+#include "platform/files.hpp"
+#include "platform/host.hpp"
+#include "platform/proc.hpp"
 
 namespace ddp::cli {
 
@@ -50,24 +48,19 @@ std::string load_or_create_token(const fs::path& file) {
   std::random_device rd;
   token.clear();
   for (int i = 0; i < 8; ++i) token += fmt::format("{:08x}", rd());
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw Error(fmt::format("cannot write the API token {}: {}", file.string(), std::strerror(errno)));
-  ::fchmod(fd, 0600);
-  auto line = token + "\n";
-  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-    ::close(fd);
-    throw Error(fmt::format("cannot write the API token {}", file.string()));
-  }
-  ::close(fd);
+  std::string why;
+  if (!platform::write_private_file(file, token + "\n", why))
+    throw Error(fmt::format("cannot write the API token {}: {}", file.string(), why));
   return token;
 }
 
 // One daemon per state directory: a second one would double-book every GPU.
-int lock_state_dir(const fs::path& dir) {
+void lock_state_dir(const fs::path& dir) {
   auto file = dir / "daemon.lock";
-  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) throw Error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  std::string why;
+  auto lock = platform::lock_for_process_lifetime(file, why);
+  if (lock == platform::ProcessLock::Failed) throw Error(fmt::format("cannot lock {}: {}", file.string(), why));
+  if (lock == platform::ProcessLock::Busy) {
     std::string pid;
     std::ifstream(file) >> pid;
     throw Error(
@@ -75,11 +68,8 @@ int lock_state_dir(const fs::path& dir) {
                     "give this one its own --state-dir",
                     pid.empty() ? "?" : pid, dir.string()));
   }
-  auto text = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::write(fd, text.data(), text.size()) < 0) {
-    spdlog::warn("cannot record the daemon's pid in {}", file.string());
-  }
-  return fd;  // held (and locked) for the life of the process
+  if (!why.empty()) spdlog::warn("cannot record the daemon's pid in {}: {}", file.string(), why);
+  // held (and locked) for the life of the process
 }
 
 // --state-dir (or the default), created 0700 and canonical.
@@ -89,14 +79,14 @@ fs::path prepare_state_dir(const std::string& flag) {
   fs::create_directories(state_dir, ec);
   if (ec) throw UsageError(fmt::format("cannot create the state directory {}: {}", state_dir.string(), ec.message()));
   state_dir = fs::canonical(state_dir);
-  ::chmod(state_dir.c_str(), 0700);
+  fs::permissions(state_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   return state_dir;
 }
 
 jobs::DaemonConfig daemon_config(const DaemonArgs& a, const fs::path& state_dir) {
   jobs::DaemonConfig config;
   config.state_dir = state_dir;
-  config.self_exe = fs::read_symlink("/proc/self/exe").string();
+  config.self_exe = platform::executable_path().string();
   config.inventory.slots = a.slots > 0 ? a.slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int gpus = a.gpus;
   if (gpus < 0) {
@@ -171,8 +161,7 @@ void add_daemon_options(CLI::App* sub, DaemonArgs& a) {
 
 int run_daemon(const DaemonArgs& a) {
   fs::path state_dir = prepare_state_dir(a.state_dir);
-  int lock_fd = lock_state_dir(state_dir);
-  (void)lock_fd;
+  lock_state_dir(state_dir);
   auto token = load_or_create_token(state_dir / "token");
 
   auto config = daemon_config(a, state_dir);
@@ -185,7 +174,8 @@ int run_daemon(const DaemonArgs& a) {
   limits.max_tcp_connections = jobs::tcp_connection_cap(open_files, a.max_tcp_connections);
   limits.tcp_auth_timeout = std::chrono::milliseconds(static_cast<long>(a.tcp_auth_timeout * 1000));
   boost::asio::io_context io;
-  jobs::JobManager manager(io, config);
+  jobs::JobDaemon daemon(io, config);
+  auto& manager = daemon.jobs;
   jobs::ApiServer server(io, manager, limits);
   manager.recover();
   fs::path socket = a.socket.empty() ? jobs::default_socket_path(state_dir) : fs::path(a.socket);

@@ -4,16 +4,16 @@
 // finds it again after a daemon restart from the RunHandle the job database kept.
 //   LocalExecutor (local_executor.hpp): a `ddp-launch run` supervisor on this host.
 //   SlurmExecutor (slurm_executor.hpp): an sbatch job running one supervisor per node.
-#include <sys/types.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "common/exit_status.hpp"
 #include "jobs/job_spec.hpp"
 #include "jobs/scheduler.hpp"
+#include "platform/pid.hpp"
 
 namespace ddp::jobs {
 
@@ -35,10 +35,10 @@ struct RunRequest {
 struct RunUpdate {
   enum class Phase { Queued, Running, Ended };
   Phase phase = Phase::Running;
-  std::string reason;              // "Slurm job 12 PENDING (Resources)"
-  std::optional<int> wait_status;  // Ended, local: waitpid(2) status when the supervisor was our child
-  std::optional<int> exit_code;    // Ended, when the executor knows the run's exit status itself
-  bool succeeded = false;          // Ended, with exit_code
+  std::string reason;                         // "Slurm job 12 PENDING (Resources)"
+  std::optional<ExitStatus> supervisor_exit;  // Ended, local: how the supervisor ended, when it was our child
+  std::optional<int> exit_code;               // Ended, when the executor knows the run's exit status itself
+  bool succeeded = false;                     // Ended, with exit_code
 };
 
 using RunStarted = std::function<void(const RunHandle&)>;
@@ -62,6 +62,13 @@ class Executor {
 
   // After a daemon restart: whether the run the database names can still be followed.
   virtual bool can_readopt(const RunHandle& run) = 0;
+
+  // After a daemon killed between starting a run and recording its handle: the run started in
+  // run_dir, found by what it was started with; nullopt when none lives (or the executor cannot tell).
+  virtual std::optional<RunHandle> find_unrecorded(const std::filesystem::path& run_dir) const {
+    (void)run_dir;
+    return std::nullopt;
+  }
 
   // Asks the run to stop (SIGTERM to the supervisor, scancel); `force` when it outlived its grace.
   virtual void stop(JobId id, const RunHandle& run, bool force) = 0;

@@ -3,8 +3,6 @@
 // events of their supervisors. Every state change is written (in one transaction with its
 // transition row) before the daemon acts on it, so a `kill -9` loses no job.
 // Schema versioned with PRAGMA user_version; a newer database than this binary is refused.
-#include <sys/types.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -15,6 +13,7 @@
 
 #include "jobs/job_state.hpp"
 #include "jobs/scheduler.hpp"
+#include "platform/pid.hpp"
 
 struct sqlite3;
 

@@ -3,22 +3,17 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <fstream>
 
-#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/fault_injection.hpp"
 #include "common/user_regex.hpp"
-#include "jobs/local_executor.hpp"
-#include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/run_outcome.hpp"
-#include "jobs/slurm_executor.hpp"
 
 namespace ddp::jobs {
 
@@ -26,14 +21,15 @@ namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using json = nlohmann::json;
 
-JobManager::JobManager(asio::io_context& io, DaemonConfig config)
+JobManager::JobManager(asio::io_context& io, DaemonConfig config, JobShells shells)
     : io_(io),
       config_(std::move(config)),
-      db_(config_.state_dir / "jobs.db"),
+      shells_(shells),
+      db_(shells.db),
       scheduler_(config_.inventory),
-      inotify_(io),
-      local_(std::make_unique<LocalExecutor>(io)),
-      slurm_(std::make_unique<SlurmExecutor>(io, SlurmExecutorConfig{config_.slurm_poll_interval})),
+      events_(shells.files, shells.db, shells.clock),
+      views_(book_, shells.db, scheduler_, config_.inventory,
+             [this](const ManagedJob& job) -> const Executor& { return executor_of(job); }),
       kill_after_spawn_(fault_armed(kFaultKillAfterSpawn)) {
   if (kFaultInjectionBuilt && kill_after_spawn_) {
     spdlog::warn("fault injection: {} armed: this daemon kills itself after its first spawn (tests only)",
@@ -43,30 +39,12 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config)
 
 JobManager::~JobManager() = default;
 
-JobManager::Job& JobManager::find(JobId id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end())
-    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
-  return *it->second;
+Executor& JobManager::executor_of(const Job& job) const {
+  return job.spec.executor == "slurm" ? shells_.slurm : shells_.local;
 }
-
-const JobManager::Job& JobManager::find(JobId id) const {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end())
-    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
-  return *it->second;
-}
-
-bool JobManager::is_finished(JobId id) const { return is_terminal(find(id).rec.state); }
-
-Executor& JobManager::executor_of(const Job& job) const { return job.spec.executor == "slurm" ? *slurm_ : *local_; }
-
-RunHandle JobManager::run_of(const Job& job) { return {job.rec.pid, job.rec.pid_start_time, job.rec.external_id}; }
-
-bool JobManager::run_live(const Job& job) { return job.rec.pid != 0 || !job.rec.external_id.empty(); }
 
 void JobManager::persist(Job& job) {
-  ++generation_;
+  ++book_.generation;
   db_.update_job(job.rec);
 }
 
@@ -80,11 +58,11 @@ void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
   }
   job.rec.state = to;
   job.rec.reason = reason;
-  if (is_terminal(to)) job.rec.finished_at = now_seconds();
+  if (is_terminal(to)) job.rec.finished_at = now();
   db_.transaction([&] {
     persist(job);
     if (from != to) {
-      db_.add_transition(job.rec.id, {now_seconds(), std::string(state_name(from)), std::string(state_name(to)), reason,
+      db_.add_transition(job.rec.id, {now(), std::string(state_name(from)), std::string(state_name(to)), reason,
                                       std::max(0, job.rec.runs - 1)});
     }
   });
@@ -162,25 +140,25 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
   job->rec.name = spec.name;
   job->rec.spec_yaml = yaml;
   job->rec.priority = spec.priority;
-  job->rec.submitted_at = now_seconds();
+  job->rec.submitted_at = now();
   job->rec.reason = "queued";
   db_.transaction([&] {
     job->rec.id = db_.insert_job(job->rec);
     db_.add_transition(job->rec.id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
   });
   auto id = job->rec.id;
-  ++submitted_total_;
+  ++book_.submitted_total;
   auto& ref = *job;
-  jobs_[id] = std::move(job);
+  book_.jobs[id] = std::move(job);
   spdlog::info("job {} ({}) submitted: {} node(s) × {} rank(s), {} GPU(s) per node, priority {}, executor {}", id,
                spec.name, spec.resources.nodes, req.slots, req.gpus, spec.priority, spec.executor);
   enqueue(ref);
   notify(id);  // a job that waits in the queue changed nothing else, but it is new
-  return to_json(ref, false);
+  return views_.to_json(ref, false);
 }
 
 void JobManager::enqueue(Job& job) {
-  ++generation_;
+  ++book_.generation;
   if (!executor_of(job).uses_host_resources()) {
     // Slurm queues and places it: nothing of this host is booked, no local queue to wait in.
     launch(job, Placement{job.rec.id, 0, {}});
@@ -192,7 +170,7 @@ void JobManager::enqueue(Job& job) {
 }
 
 void JobManager::schedule() {
-  ++generation_;
+  ++book_.generation;
   for (const auto& p : scheduler_.schedule()) launch(find(p.id), p);
 }
 
@@ -212,7 +190,7 @@ void JobManager::launch(Job& job, const Placement& placement) {
   job.rec.pid_start_time = 0;
   job.rec.events_offset = 0;
   job.rec.exit_code.reset();
-  if (job.rec.started_at == 0) job.rec.started_at = now_seconds();
+  if (job.rec.started_at == 0) job.rec.started_at = now();
   job.rec.external_id.clear();
   set_state(job, JobState::Starting,
             executor_of(job).uses_host_resources()
@@ -265,7 +243,7 @@ void JobManager::on_run_start_failed(JobId id, int run, const std::string& why) 
   j.submitting = false;
   if (j.rec.runs != run || is_terminal(j.rec.state)) return;
   scheduler_.release(id);
-  ++generation_;
+  ++book_.generation;
   if (j.cancel_requested) {
     set_state(j, j.cancel_final, j.cancel_reason);
   } else {
@@ -279,7 +257,7 @@ void JobManager::arm_timeout(Job& job, double seconds_left) {
   job.timeout_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
     if (ec) return;
     auto& j = find(id);
-    if (!run_live(j) || is_terminal(j.rec.state) || j.cancel_requested) return;
+    if (!j.run_live() || is_terminal(j.rec.state) || j.cancel_requested) return;
     stop_supervisor(j, fmt::format("timed out after {}s (limits.timeout)", *j.spec.timeout_s), JobState::Failed);
   });
 }
@@ -288,12 +266,11 @@ void JobManager::watch_run(Job& job, bool own_child) {
   auto id = job.rec.id;
   auto& executor = executor_of(job);
   if (executor.uses_host_resources()) {  // a local supervisor: its event stream
-    auto events_file = fs::path(job.rec.run_dir) / "events.jsonl";
-    job.events_watch = inotify_.watch(events_file, [this, id] { read_events(find(id)); });
+    job.events_watch = events_.watch(job.rec.run_dir, [this, id] { read_events(find(id)); });
     read_events(job);
   }
   const int run = job.rec.runs;
-  executor.follow(id, run_of(job), own_child, [this, id, run](const RunUpdate& u) {
+  executor.follow(id, run_handle(job.rec), own_child, [this, id, run](const RunUpdate& u) {
     auto& j = find(id);
     if (j.rec.runs != run) return;
     on_run_update(j, u);
@@ -306,7 +283,7 @@ void JobManager::on_run_update(Job& job, const RunUpdate& u) {
     if (u.exit_code) {  // the executor knows the outcome itself (no supervisor event stream here)
       absorb_executor_end(job.run, u.succeeded, *u.exit_code, u.reason);
     }
-    on_supervisor_exit(job, u.wait_status);
+    on_supervisor_exit(job, u.supervisor_exit);
     return;
   }
   if (job.rec.state == JobState::Cancelling || is_terminal(job.rec.state)) return;
@@ -331,26 +308,10 @@ int attempt_of(const events::Payload& event) {
 }  // namespace
 
 void JobManager::read_events(Job& job) {
-  if (job.rec.run_dir.empty()) return;
-  std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl", std::ios::binary);
-  if (!in) return;
-  in.seekg(job.rec.events_offset);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto chunk = parse_event_lines(data);
-  if (chunk.consumed == 0) return;  // only a partial line so far
-  for (const auto& why : chunk.unreadable)
-    spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
-  const auto& lines = chunk.events;
-  db_.transaction([&] {
-    for (const auto& line : lines) {
-      db_.add_event(job.rec.id, {line.event.time > 0 ? line.event.time : now_seconds(), std::max(0, job.rec.runs - 1),
-                                 events::type_name(line.event.payload),
-                                 line.raw.dump(-1, ' ', false, json::error_handler_t::replace)});
-    }
-    job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
-    persist(job);
-  });
-  for (const auto& line : lines) apply_event(job, line.event);
+  auto fresh = events_.read_new(job.rec);  // recorded, with the new offset, before they are applied
+  if (!fresh) return;
+  ++book_.generation;
+  for (const auto& event : *fresh) apply_event(job, event);
   notify(job.rec.id);
 }
 
@@ -358,7 +319,7 @@ void JobManager::apply_event(Job& job, const events::Event& ev) {
   absorb_event(job.run, ev);  // the run's memory: the same fold a restarted daemon replays
   if (ev.as<events::Restarting>()) {
     job.rec.restarts += 1;
-    ++restarts_total_;
+    ++book_.restarts_total;
     persist(job);
   } else if (const auto* started = ev.as<events::Started>();
              started && !started->run_dir.empty() && !job.rec.run_dir.empty()) {
@@ -375,24 +336,12 @@ void JobManager::apply_event(Job& job, const events::Event& ev) {
   }
 }
 
-// Rebuilds this run's memory (failures seen, finished) from the part of its event file applied
-// before the daemon stopped: the same fold as apply_event, without its effects (the restarts were
-// counted and the states committed then).
-void JobManager::replay_events(Job& job) {
-  if (job.rec.run_dir.empty() || job.rec.events_offset <= 0) return;
-  std::ifstream in(fs::path(job.rec.run_dir) / "events.jsonl", std::ios::binary);
-  std::string data(static_cast<std::size_t>(job.rec.events_offset), '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<std::size_t>(in.gcount()));
-  for (const auto& line : parse_event_lines(data).events) absorb_event(job.run, line.event);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The end of a run: success, cancel, retry or failure
 
-void JobManager::on_supervisor_exit(Job& job, std::optional<int> wait_status) {
+void JobManager::on_supervisor_exit(Job& job, std::optional<ExitStatus> supervisor_exit) {
   read_events(job);
-  settle(job, wait_status);
+  settle(job, supervisor_exit);
 }
 
 std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
@@ -400,7 +349,7 @@ std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
   std::vector<UserRegex> res;  // RE2: a megabyte of one log line cannot crash the daemon (user_regex.hpp)
   for (const auto& p : job.spec.restart.no_retry_log_patterns) res.emplace_back(p);
   if (!executor_of(job).uses_host_resources()) {  // one output file holds every rank's lines
-    auto out = executor_of(job).log_path(job.rec.run_dir, run_of(job), "0", "stdout");
+    auto out = executor_of(job).log_path(job.rec.run_dir, run_handle(job.rec), "0", "stdout");
     auto text = out ? read_file_tail(*out, 1 << 20) : std::string();
     for (std::size_t i = 0; i < res.size(); ++i) {
       if (res[i].search(text)) return job.spec.restart.no_retry_log_patterns[i];
@@ -421,15 +370,15 @@ std::optional<std::string> JobManager::no_retry_match(const Job& job) const {
   return std::nullopt;
 }
 
-void JobManager::settle(Job& job, std::optional<int> wait_status) {
+void JobManager::settle(Job& job, std::optional<ExitStatus> supervisor_exit) {
   if (job.timeout_timer) job.timeout_timer->cancel();
   if (job.kill_timer) job.kill_timer->cancel();
-  if (job.events_watch) inotify_.unwatch(*job.events_watch);
+  if (job.events_watch) events_.unwatch(*job.events_watch);
   job.events_watch.reset();
   executor_of(job).forget(job.rec.id);
   scheduler_.release(job.rec.id);
-  ++generation_;
-  auto verdict = judge_run(job.run, RunEnd{wait_status, job.rec.exit_code, job.rec.pid, job.rec.run_dir});
+  ++book_.generation;
+  auto verdict = judge_run(job.run, RunEnd{supervisor_exit, job.rec.exit_code, job.rec.pid, job.rec.run_dir});
   job.rec.pid = 0;
   job.rec.external_id.clear();
   job.rec.exit_code = verdict.exit_code;
@@ -442,8 +391,8 @@ void JobManager::settle(Job& job, std::optional<int> wait_status) {
     auto decision = decide_retry(job.spec, job.rec.runs, job.run.first_failure_code, no_retry_match(job));
     if (decision.retry) {
       job.rec.restarts += 1;
-      ++restarts_total_;
-      job.rec.retry_at = now_seconds() + decision.delay_s;  // persisted with the state: survives a restart
+      ++book_.restarts_total;
+      job.rec.retry_at = now() + decision.delay_s;  // persisted with the state: survives a restart
       set_state(job, JobState::Restarting, what + "; " + decision.reason);
       arm_retry(job, decision.delay_s);
     } else {
@@ -460,7 +409,7 @@ void JobManager::arm_retry(Job& job, double delay_s) {
   job.retry_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
     if (ec) return;
     auto& j = find(id);
-    if (j.rec.state == JobState::Restarting && !run_live(j)) enqueue(j);
+    if (j.rec.state == JobState::Restarting && !j.run_live()) enqueue(j);
   });
 }
 
@@ -474,7 +423,7 @@ void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState f
   job.cancel_reason = reason;
   set_state(job, JobState::Cancelling, reason);
   if (job.submitting) return;  // stopped as soon as it has a handle
-  executor_of(job).stop(job.rec.id, run_of(job), false);
+  executor_of(job).stop(job.rec.id, run_handle(job.rec), false);
   job.kill_timer = std::make_unique<asio::steady_timer>(io_);
   auto grace = std::chrono::milliseconds(static_cast<long>(job.spec.distributed.shutdown_grace_s * 1000)) +
                std::chrono::seconds(5);
@@ -482,7 +431,7 @@ void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState f
   job.kill_timer->async_wait([this, id = job.rec.id](boost::system::error_code ec) {
     if (ec) return;
     auto& j = find(id);
-    if (!run_live(j)) return;
+    if (!j.run_live()) return;
     if (j.rec.pid != 0) {
       spdlog::warn("job {}: the supervisor (pid {}) outlived its grace; killing it (its ranks die with it)", id,
                    j.rec.pid);
@@ -490,7 +439,7 @@ void JobManager::stop_supervisor(Job& job, const std::string& reason, JobState f
       spdlog::warn("job {}: {} job {} still runs after its grace; cancelling it again", id, executor_of(j).name(),
                    j.rec.external_id);
     }
-    executor_of(j).stop(id, run_of(j), true);
+    executor_of(j).stop(id, run_handle(j.rec), true);
   });
 }
 
@@ -505,20 +454,20 @@ json JobManager::cancel(JobId id) {
     case JobState::Cancelling: break;
     case JobState::Pending:
       scheduler_.dequeue(id);
-      ++generation_;
+      ++book_.generation;
       set_state(job, JobState::Cancelled, "cancelled by request before it started");
       break;
     default:
-      if (!run_live(job) && !job.submitting) {  // RESTARTING: waiting out the back-off or queued for resources
+      if (!job.run_live() && !job.submitting) {  // RESTARTING: waiting out the back-off or queued for resources
         if (job.retry_timer) job.retry_timer->cancel();
         scheduler_.dequeue(id);
-        ++generation_;
+        ++book_.generation;
         set_state(job, JobState::Cancelled, "cancelled by request while waiting to retry");
       } else {
         stop_supervisor(job, "cancelled by request", JobState::Cancelled);
       }
   }
-  return to_json(job, false);
+  return views_.to_json(job, false);
 }
 
 }  // namespace ddp::jobs

@@ -1,11 +1,12 @@
 #pragma once
-// JobManager: the daemon's jobs on its one Asio loop. It ties the pure cores (JobSpec,
-// Scheduler, JobState) to the shells: JobDb (every change is committed before it is acted on),
-// the executors (local: one `ddp-launch run` supervisor per run of a job, in its own session;
-// slurm: one sbatch job per run) and inotify (a local supervisor's event file).
+// JobManager: the jobs' lifecycle on the daemon's one Asio loop. It ties the pure cores (JobSpec,
+// Scheduler, JobState, run_outcome) to the shells it is given (JobShells): the job database (every
+// change is committed before it is acted on), the executors (local: one `ddp-launch run` supervisor
+// per run of a job, in its own session; slurm: one sbatch job per run), the file watch that the
+// run-event reader follows a local supervisor's event file with, and the clock. The daemon gives it
+// the real ones (job_daemon.hpp), the unit tests fakes (tests/unit/jobs/test_job_manager.cpp).
+// What the API shows of the jobs is JobViews' (job_views.hpp), read-only.
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -17,13 +18,16 @@
 #include <vector>
 
 #include "common/events.hpp"
-#include "common/inotify.hpp"
-#include "jobs/daemon_metrics.hpp"
 #include "jobs/executor.hpp"
+#include "jobs/job_clock.hpp"
 #include "jobs/job_db.hpp"
 #include "jobs/job_errors.hpp"
 #include "jobs/job_spec.hpp"
+#include "jobs/job_views.hpp"
+#include "jobs/managed_job.hpp"
+#include "jobs/run_events.hpp"
 #include "jobs/scheduler.hpp"
+#include "platform/file_watch.hpp"
 
 namespace ddp::jobs {
 
@@ -34,9 +38,18 @@ struct DaemonConfig {
   std::chrono::milliseconds slurm_poll_interval{2000};  // executor: slurm: scontrol per job this often
 };
 
+// What the lifecycle acts through, owned by its caller and outliving it.
+struct JobShells {
+  JobDb& db;
+  Executor& local;  // executor: local (the default)
+  Executor& slurm;  // executor: slurm
+  platform::FileWatch& files;
+  const Clock& clock;
+};
+
 class JobManager {
  public:
-  JobManager(boost::asio::io_context& io, DaemonConfig config);
+  JobManager(boost::asio::io_context& io, DaemonConfig config, JobShells shells);
   ~JobManager();
 
   // Loads the database; re-adopts live supervisors, settles the ones that ended meanwhile,
@@ -48,21 +61,10 @@ class JobManager {
   // What submit would refuse (JobSpecError, JobError DoesNotFit), without submitting; else the
   // spec's name and size.
   nlohmann::json validate(const std::string& yaml, const std::string& file_name) const;
-  // list and get answer from per-job JSON texts cached until anything changes (a job, the
-  // queue): at a thousand requests a second most of them change nothing.
-  std::string list_text(std::optional<JobState> state, std::size_t limit) const;
-  std::string get_text(JobId id) const;
-  nlohmann::json get(JobId id) const;
   nlohmann::json cancel(JobId id);
-  nlohmann::json events(JobId id);
-  nlohmann::json job_metrics(JobId id) const;
-  JobCounts counts() const;  // GET /metrics (daemon_metrics.hpp renders them)
 
-  // The log file of `rank` ("supervisor" for the supervisor's own output) in the job's latest
-  // run and latest attempt; nullopt while it does not exist yet.
-  std::optional<std::filesystem::path> log_path(JobId id, const std::string& rank, const std::string& stream) const;
-  bool exists(JobId id) const { return jobs_.count(id) > 0; }
-  bool is_finished(JobId id) const;
+  // What the API shows (read-only).
+  const JobViews& views() const { return views_; }
 
   // Called after any change of job `id` (log followers re-check their file).
   int subscribe(JobId id, std::function<void()> cb);
@@ -73,20 +75,12 @@ class JobManager {
   int watch_changes(std::function<void(JobId)> cb);
   void unwatch_changes(int token);
 
-  // The dashboard's views (job_views.cpp): the host's slots and GPUs (and their jobs), the queue in
-  // order and the jobs by state; a job's transitions and events newer than a cursor (at most
-  // `limit` rows of each), which advances past what it returns.
-  struct TimelineCursor {
-    std::int64_t transitions = 0, events = 0;
-  };
-  nlohmann::json host() const;
-  nlohmann::json timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const;
   const DaemonConfig& config() const { return config_; }
-  std::string run_dir(JobId id) const;  // the latest run's directory; "" before the first
-  ddp::Inotify& inotify() { return inotify_; }
+  // The file watch the daemon shares (log followers, the dashboard's metrics files).
+  platform::FileWatch& file_watch() { return shells_.files; }
 
  private:
-  struct Job;
+  using Job = ManagedJob;
   JobSpec checked_spec(const std::string& yaml, const std::string& file_name) const;
   void set_state(Job& job, JobState to, const std::string& reason);
   void persist(Job& job);
@@ -98,11 +92,8 @@ class JobManager {
   void on_run_update(Job& job, const RunUpdate& update);
   void arm_timeout(Job& job, double seconds_left);
   Executor& executor_of(const Job& job) const;
-  static RunHandle run_of(const Job& job);
-  static bool run_live(const Job& job);
   void read_events(Job& job);
   void apply_event(Job& job, const events::Event& event);
-  void replay_events(Job& job);
   // Recovery (job_recovery.cpp)
   enum class Recovered { Nothing, Adopted, Settled, Requeued };
   void load_jobs();
@@ -110,34 +101,30 @@ class JobManager {
   bool find_unrecorded_supervisor(Job& job);
   Recovered requeue_recovered(Job& job, std::vector<JobId>& resubmit);
   Recovered readopt_or_settle(Job& job);
-  void on_supervisor_exit(Job& job, std::optional<int> wait_status);
-  void settle(Job& job, std::optional<int> wait_status);
+  void on_supervisor_exit(Job& job, std::optional<ExitStatus> supervisor_exit);
+  void settle(Job& job, std::optional<ExitStatus> supervisor_exit);
   void arm_retry(Job& job, double delay_s);
   void stop_supervisor(Job& job, const std::string& reason, JobState final_state);
   std::optional<std::string> no_retry_match(const Job& job) const;
-  nlohmann::json to_json(const Job& job, bool detail) const;
-  const std::string& cached_text(const Job& job, bool detail) const;
   void notify(JobId id);
   void enqueue(Job& job);
-  Job& find(JobId id);
-  const Job& find(JobId id) const;
+  Job& find(JobId id) { return book_.find(id); }
+  double now() const { return shells_.clock.now(); }
 
   boost::asio::io_context& io_;
   DaemonConfig config_;
-  JobDb db_;
+  JobShells shells_;
+  JobDb& db_;
   Scheduler scheduler_;
-  ddp::Inotify inotify_;
-  std::unique_ptr<Executor> local_, slurm_;
+  RunEventReader events_;
+  JobBook book_;
+  JobViews views_;
   // Fault injection (fault_injection.hpp; test builds only): SIGKILL itself once a run has started,
   // before its pid or Slurm id is committed, so the recovery of that window can be tested for real.
   bool kill_after_spawn_ = false;
-  std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
   std::map<int, std::function<void(JobId)>> change_watchers_;
   int next_subscriber_ = 1;
-  std::uint64_t submitted_total_ = 0;
-  std::uint64_t restarts_total_ = 0;
-  std::uint64_t generation_ = 1;  // bumped by every change of a job or of the queue
 };
 
 }  // namespace ddp::jobs

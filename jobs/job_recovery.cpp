@@ -6,10 +6,7 @@
 
 #include <filesystem>
 
-#include "common/clock.hpp"
 #include "jobs/job_manager.hpp"
-#include "jobs/local_executor.hpp"
-#include "jobs/managed_job.hpp"
 
 namespace ddp::jobs {
 
@@ -19,7 +16,7 @@ void JobManager::recover() {
   load_jobs();
   std::size_t adopted = 0, settled = 0, requeued = 0;
   std::vector<JobId> resubmit;  // executor: slurm jobs to submit again (no local queue)
-  for (auto& [id, jp] : jobs_) {
+  for (auto& [id, jp] : book_.jobs) {
     switch (recover_job(*jp, resubmit)) {
       case Recovered::Adopted: ++adopted; break;
       case Recovered::Settled: ++settled; break;
@@ -32,13 +29,13 @@ void JobManager::recover() {
     if (job.rec.state == JobState::Pending || job.rec.state == JobState::Restarting) enqueue(job);
   }
   spdlog::info("recovered {} job(s): {} run(s) re-adopted, {} settled from their run directory, {} queued",
-               jobs_.size(), adopted, settled, requeued);
+               book_.jobs.size(), adopted, settled, requeued);
   schedule();
 }
 
 void JobManager::load_jobs() {
   for (auto& rec : db_.load_jobs()) {
-    auto job = std::make_unique<Job>();
+    auto job = std::make_unique<ManagedJob>();
     job->rec = std::move(rec);
     try {
       job->spec = parse_job_spec(job->rec.spec_yaml, fmt::format("job {}", job->rec.id));
@@ -46,9 +43,9 @@ void JobManager::load_jobs() {
       job->spec_ok = false;
       spdlog::error("job {}: its stored spec no longer parses: {}", job->rec.id, e.what());
     }
-    ++submitted_total_;
-    restarts_total_ += static_cast<std::uint64_t>(job->rec.restarts);
-    jobs_[job->rec.id] = std::move(job);
+    ++book_.submitted_total;
+    book_.restarts_total += static_cast<std::uint64_t>(job->rec.restarts);
+    book_.jobs[job->rec.id] = std::move(job);
   }
 }
 
@@ -60,7 +57,7 @@ JobManager::Recovered JobManager::recover_job(Job& job, std::vector<JobId>& resu
               "its stored spec no longer parses with this ddp-launch");
     return Recovered::Nothing;
   }
-  replay_events(job);
+  for (const auto& event : RunEventReader::replay(job.rec)) absorb_event(job.run, event);  // its memory, no effects
   if (job.rec.state == JobState::Cancelling) {
     job.cancel_requested = true;
     job.cancel_reason = job.rec.reason;
@@ -69,7 +66,7 @@ JobManager::Recovered JobManager::recover_job(Job& job, std::vector<JobId>& resu
                                                                                                : JobState::Cancelled);
   }
   const bool ended_unrecorded = find_unrecorded_supervisor(job);
-  if (!run_live(job) && !ended_unrecorded) return requeue_recovered(job, resubmit);
+  if (!job.run_live() && !ended_unrecorded) return requeue_recovered(job, resubmit);
   return readopt_or_settle(job);
 }
 
@@ -80,8 +77,8 @@ JobManager::Recovered JobManager::recover_job(Job& job, std::vector<JobId>& resu
 bool JobManager::find_unrecorded_supervisor(Job& job) {
   const bool local = executor_of(job).uses_host_resources();
   if (!local || job.rec.pid != 0 || job.rec.state != JobState::Starting || job.rec.run_dir.empty()) return false;
-  auto events = fs::path(job.rec.run_dir) / "events.jsonl";
-  if (auto found = find_supervisor(events)) {
+  auto events = RunEventReader::events_file(job.rec.run_dir);
+  if (auto found = executor_of(job).find_unrecorded(job.rec.run_dir)) {
     spdlog::info("job {}: found its supervisor (pid {}), started before the daemon stopped, by --events {}", job.rec.id,
                  found->pid, events.string());
     job.rec.pid = found->pid;
@@ -108,11 +105,10 @@ JobManager::Recovered JobManager::requeue_recovered(Job& job, std::vector<JobId>
     set_state(job, job.cancel_final, job.cancel_reason);  // a timeout stays FAILED
     return Recovered::Nothing;
   }
-  if (job.rec.state == JobState::Restarting && job.rec.retry_at > now_seconds()) {
+  if (job.rec.state == JobState::Restarting && job.rec.retry_at > now()) {
     // A daemon retry still in its back-off: it waits out the rest, not a fresh one, nor none.
-    spdlog::info("job {}: retrying in {:.1f} s (its back-off, from before the restart)", id,
-                 job.rec.retry_at - now_seconds());
-    arm_retry(job, job.rec.retry_at - now_seconds());
+    spdlog::info("job {}: retrying in {:.1f} s (its back-off, from before the restart)", id, job.rec.retry_at - now());
+    arm_retry(job, job.rec.retry_at - now());
     return Recovered::Requeued;
   }
   if (local) {
@@ -130,7 +126,7 @@ JobManager::Recovered JobManager::readopt_or_settle(Job& job) {
   const auto id = job.rec.id;
   auto& executor = executor_of(job);
   const bool local = executor.uses_host_resources();
-  bool alive = executor.can_readopt(run_of(job));
+  bool alive = executor.can_readopt(run_handle(job.rec));
   if (alive && (!local || scheduler_.hold({id, job.rec.slots, job.rec.gpus}))) {
     if (local) {
       spdlog::info("job {}: re-adopted its supervisor (pid {}) in {}", id, job.rec.pid, job.rec.run_dir);
@@ -139,9 +135,9 @@ JobManager::Recovered JobManager::readopt_or_settle(Job& job) {
     }
     watch_run(job, false);
     if (job.cancel_requested) {
-      executor.stop(id, run_of(job), false);
+      executor.stop(id, run_handle(job.rec), false);
     } else if (job.spec.timeout_s) {
-      arm_timeout(job, job.rec.started_at + *job.spec.timeout_s - now_seconds());
+      arm_timeout(job, job.rec.started_at + *job.spec.timeout_s - now());
     }
     return Recovered::Adopted;
   }

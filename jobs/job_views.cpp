@@ -1,12 +1,12 @@
-// JobManager's views: the JSON the API answers (cached per generation), a job's transitions and
-// events, its log files and the metrics its spec's regexes find in its ranks' output.
+// JobViews (job_views.hpp): the JSON the API answers (cached per generation), a job's transitions
+// and events, its log files and the metrics its spec's regexes find in its ranks' output.
+#include "jobs/job_views.hpp"
+
 #include <fmt/format.h>
 
 #include <map>
 
 #include "common/user_regex.hpp"
-#include "jobs/job_manager.hpp"
-#include "jobs/managed_job.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/run_outcome.hpp"
 #include "launcher/outputs/metrics.hpp"
@@ -72,7 +72,16 @@ json event_json(const EventRow& e) {
 
 }  // namespace
 
-json JobManager::to_json(const Job& job, bool detail) const {
+ManagedJob& JobBook::find(JobId id) {
+  auto it = jobs.find(id);
+  if (it == jobs.end())
+    throw JobError(JobErrorKind::NotFound, fmt::format("no job with id {} (ddp-launch list shows the jobs)", id));
+  return *it->second;
+}
+
+const ManagedJob& JobBook::find(JobId id) const { return const_cast<JobBook&>(*this).find(id); }
+
+json JobViews::to_json(const ManagedJob& job, bool detail) const {
   const auto& r = job.rec;
   json j{{"id", r.id},
          {"name", r.name},
@@ -105,34 +114,34 @@ json JobManager::to_json(const Job& job, bool detail) const {
   return j;
 }
 
-const std::string& JobManager::cached_text(const Job& job, bool detail) const {
+const std::string& JobViews::cached_text(const ManagedJob& job, bool detail) const {
   auto& text = detail ? job.detail : job.summary;
   auto& at = detail ? job.detail_at : job.summary_at;
-  if (at != generation_) {
+  if (at != book_.generation) {
     text = to_json(job, detail).dump(-1, ' ', false, json::error_handler_t::replace);
-    at = generation_;
+    at = book_.generation;
   }
   return text;
 }
 
-std::string JobManager::list_text(std::optional<JobState> state, std::size_t limit) const {
+std::string JobViews::list_text(std::optional<JobState> state, std::size_t limit) const {
   std::string out = "{\"jobs\":[";
   std::size_t n = 0;
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && n < limit; ++it) {
+  for (auto it = book_.jobs.rbegin(); it != book_.jobs.rend() && n < limit; ++it) {
     if (state && it->second->rec.state != *state) continue;
     if (n++) out += ',';
     out += cached_text(*it->second, false);
   }
-  out += fmt::format("],\"total\":{}}}\n", jobs_.size());
+  out += fmt::format("],\"total\":{}}}\n", book_.jobs.size());
   return out;
 }
 
-std::string JobManager::get_text(JobId id) const { return cached_text(find(id), true) + "\n"; }
+std::string JobViews::get_text(JobId id) const { return cached_text(book_.find(id), true) + "\n"; }
 
-json JobManager::get(JobId id) const { return to_json(find(id), true); }
+json JobViews::get(JobId id) const { return to_json(book_.find(id), true); }
 
-json JobManager::events(JobId id) {
-  find(id);
+json JobViews::events(JobId id) const {
+  book_.find(id);
   json transitions = json::array();
   for (const auto& t : db_.transitions(id)) transitions.push_back(transition_json(t));
   json evs = json::array();
@@ -140,8 +149,8 @@ json JobManager::events(JobId id) {
   return {{"id", id}, {"transitions", transitions}, {"events", evs}};
 }
 
-json JobManager::timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const {
-  find(id);
+json JobViews::timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const {
+  book_.find(id);
   json transitions = json::array();
   for (const auto& t : db_.transitions_after(id, cursor.transitions, limit)) {
     transitions.push_back(transition_json(t));
@@ -155,15 +164,15 @@ json JobManager::timeline_since(JobId id, TimelineCursor& cursor, std::size_t li
   return {{"transitions", transitions}, {"events", evs}};
 }
 
-json JobManager::host() const {
+json JobViews::host() const {
   json gpus = json::array();
-  for (int g : config_.inventory.gpu_indices) {
+  for (int g : inventory_.gpu_indices) {
     auto owner = scheduler_.gpu_owner(g);
     gpus.push_back({{"index", g}, {"job", owner ? json(*owner) : json(nullptr)}});
   }
   json queue = json::array();
   for (JobId id : scheduler_.queued()) {
-    const auto& job = find(id);
+    const auto& job = book_.find(id);
     queue.push_back({{"id", id},
                      {"name", job.rec.name},
                      {"priority", job.rec.priority},
@@ -173,7 +182,7 @@ json JobManager::host() const {
                      {"reason", scheduler_.pending_reason(id).value_or(job.rec.reason)}});
   }
   json by_state = json::object();
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, job] : book_.jobs) {
     auto name = std::string(state_name(job->rec.state));
     by_state[name] = by_state.value(name, 0) + 1;
   }
@@ -182,19 +191,21 @@ json JobManager::host() const {
           {"gpus", gpus},
           {"queue", queue},
           {"jobs_by_state", by_state},
-          {"jobs_total", jobs_.size()}};
+          {"jobs_total", book_.jobs.size()}};
 }
 
-std::string JobManager::run_dir(JobId id) const { return find(id).rec.run_dir; }
+bool JobViews::is_finished(JobId id) const { return is_terminal(book_.find(id).rec.state); }
 
-std::optional<fs::path> JobManager::log_path(JobId id, const std::string& rank, const std::string& stream) const {
-  const auto& job = find(id);
+std::string JobViews::run_dir(JobId id) const { return book_.find(id).rec.run_dir; }
+
+std::optional<fs::path> JobViews::log_path(JobId id, const std::string& rank, const std::string& stream) const {
+  const auto& job = book_.find(id);
   if (job.rec.run_dir.empty()) return std::nullopt;
-  return executor_of(job).log_path(job.rec.run_dir, run_of(job), rank, stream);
+  return executor_of_(job).log_path(job.rec.run_dir, run_handle(job.rec), rank, stream);
 }
 
-json JobManager::job_metrics(JobId id) const {
-  const auto& job = find(id);
+json JobViews::job_metrics(JobId id) const {
+  const auto& job = book_.find(id);
   auto files = job.rec.run_dir.empty() ? std::map<int, fs::path>() : rank_stdout_files(job.rec.run_dir);
   std::vector<std::pair<std::string, UserRegex>> patterns;  // RE2: safe on lines of any length
   for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
@@ -222,17 +233,17 @@ json JobManager::job_metrics(JobId id) const {
           {"sources", sources}};
 }
 
-JobCounts JobManager::counts() const {
+JobCounts JobViews::counts() const {
   JobCounts c;
-  for (const auto& [id, job] : jobs_) ++c.by_state[static_cast<std::size_t>(job->rec.state)];
+  for (const auto& [id, job] : book_.jobs) ++c.by_state[static_cast<std::size_t>(job->rec.state)];
   c.queue_length = scheduler_.queue_length();
   c.slots_total = scheduler_.slots_total();
   c.slots_in_use = scheduler_.slots_in_use();
   c.gpus_total = scheduler_.gpus_total();
   c.gpus_in_use = scheduler_.gpus_in_use();
-  c.restarts_total = restarts_total_;
-  c.submitted_total = submitted_total_;
-  for (const auto& [id, job] : jobs_) {
+  c.restarts_total = book_.restarts_total;
+  c.submitted_total = book_.submitted_total;
+  for (const auto& [id, job] : book_.jobs) {
     if (is_terminal(job->rec.state)) continue;
     for (const auto& [rank, seen] : job->run.stragglers) c.stragglers.push_back({id, rank, seen.verdict.ratio});
   }

@@ -1,73 +1,23 @@
 #include "jobs/local_executor.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "common/error.hpp"
-#include "platform/proc.hpp"
 #include "jobs/run_logs.hpp"
-
-extern char** environ;
+#include "platform/proc.hpp"
+#include "platform/signal_numbers.hpp"
 
 namespace ddp::jobs {
 
-pid_t spawn_supervisor(const SpawnRequest& request) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : request.env_overrides) env[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = request.argv;
-  std::vector<char*> argv;
-  for (auto& s : argv_copy) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, request.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  // Nothing of the daemon leaks into the job: an inherited listening socket would keep answering
-  // for a dead daemon, and its lock would block the next one.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  if (!request.workdir.empty()) posix_spawn_file_actions_addchdir_np(&actions, request.workdir.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigfillset(&defaults);
-  sigdelset(&defaults, SIGKILL);
-  sigdelset(&defaults, SIGSTOP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  // Its own session: signals meant for the daemon (a terminal's Ctrl-C) do not reach the job,
-  // and it lives on when the daemon dies.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    throw Error(fmt::format("cannot start the supervisor {} (workdir '{}'): {}", request.argv[0],
-                            request.workdir.string(), std::strerror(rc)));
+pid_t spawn_supervisor(const platform::DetachedSpawn& request) {
+  std::string why;
+  pid_t pid = platform::spawn_detached(request, why);
+  if (pid <= 0) {
+    throw Error(fmt::format("cannot start the supervisor {} (workdir '{}'): {}", request.argv.at(0),
+                            request.workdir.string(), why));
   }
   return pid;
 }
@@ -104,14 +54,12 @@ std::optional<RunHandle> find_supervisor(const std::filesystem::path& events_pat
   return std::nullopt;
 }
 
-int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-
 // ---------------------------------------------------------------------------------------------
 // LocalExecutor
 
 void LocalExecutor::start(const RunRequest& r, RunStarted started, RunStartFailed failed) {
-  SpawnRequest req{launch_argv(*r.spec, r.ctx), launch_env(*r.spec, r.ctx), r.spec->workdir,
-                   r.run_dir / "supervisor.log"};
+  platform::DetachedSpawn req{launch_argv(*r.spec, r.ctx), launch_env(*r.spec, r.ctx), r.spec->workdir,
+                              r.run_dir / "supervisor.log"};
   RunHandle run;
   try {
     run.pid = spawn_supervisor(req);
@@ -127,51 +75,51 @@ void LocalExecutor::follow(JobId id, const RunHandle& run, bool own_child, RunUp
   auto ended = [pid = run.pid, own_child, updated] {
     RunUpdate u;
     u.phase = RunUpdate::Phase::Ended;
-    int st = 0;
-    if (own_child && ::waitpid(pid, &st, 0) == pid) u.wait_status = st;
+    if (own_child) {
+      if (auto end = platform::reap_child(pid)) u.supervisor_exit = ExitStatus::of(end->exit_code, end->signal);
+    }
     updated(u);
   };
-  int fd = open_pidfd(run.pid);
-  if (fd < 0) {  // gone already (or not visible): its event file tells the rest
+  auto watch = std::make_unique<platform::ProcessWatch>(io_, run.pid);
+  if (!watch->open()) {  // gone already (or not visible): its event file tells the rest
     ended();
     return;
   }
-  auto& pidfd = pidfds_[id];
-  pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
-  pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [ended](boost::system::error_code ec) {
-    if (!ec) ended();
-  });
+  watch->async_wait(ended);
+  watches_[id] = std::move(watch);
 }
 
 bool LocalExecutor::can_readopt(const RunHandle& run) {
   auto start = process_start_time(run.pid);
   bool alive = start && run.pid_start_time != 0 && *start == run.pid_start_time;
   if (alive) {
-    int fd = open_pidfd(run.pid);
-    // Checked again after opening the pidfd: the pid cannot be recycled under an open pidfd.
-    alive = fd >= 0 && process_start_time(run.pid) == run.pid_start_time;
-    if (fd >= 0) ::close(fd);
+    platform::ProcessWatch watch(io_, run.pid);
+    // Checked again once it is watched: the pid cannot be recycled under an open watch.
+    alive = watch.open() && process_start_time(run.pid) == run.pid_start_time;
   }
   return alive;
 }
 
+std::optional<RunHandle> LocalExecutor::find_unrecorded(const std::filesystem::path& run_dir) const {
+  return find_supervisor(run_dir / "events.jsonl");
+}
+
 void LocalExecutor::stop(JobId id, const RunHandle& run, bool force) {
   // The supervisor handles SIGTERM like torchrun: SIGTERM to every rank, SIGKILL after its grace.
-  const int signo = force ? SIGKILL : SIGTERM;
-  auto it = pidfds_.find(id);
-  if (it != pidfds_.end() && it->second && it->second->is_open()) {
-    ::syscall(SYS_pidfd_send_signal, it->second->native_handle(), signo, nullptr, 0);
+  const int signo = force ? sig::kKill : sig::kTerm;
+  auto it = watches_.find(id);
+  if (it != watches_.end() && it->second && it->second->open()) {
+    it->second->signal(signo);
   } else if (run.pid > 0) {
-    ::kill(run.pid, signo);
+    platform::signal_process(run.pid, signo);
   }
 }
 
 void LocalExecutor::forget(JobId id) {
-  auto it = pidfds_.find(id);
-  if (it == pidfds_.end()) return;
-  boost::system::error_code ec;
-  it->second->close(ec);
-  pidfds_.erase(it);
+  auto it = watches_.find(id);
+  if (it == watches_.end()) return;
+  it->second->close();
+  watches_.erase(it);
 }
 
 std::optional<std::filesystem::path> LocalExecutor::log_path(const std::filesystem::path& run_dir, const RunHandle&,

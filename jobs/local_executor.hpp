@@ -1,11 +1,9 @@
 #pragma once
 // The local executor: starts a job's `ddp-launch run` supervisor as a child in its own session
 // (so it outlives a daemon crash and can be re-adopted), with its output in a file (never a pipe:
-// a pipe would break when the daemon dies). Plus the /proc facts that re-adoption checks.
-#include <sys/types.h>
-
+// a pipe would break when the daemon dies). Plus the /proc facts that re-adoption checks. The OS
+// calls are platform/detached_process.hpp's and platform/proc.hpp's.
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -15,18 +13,13 @@
 #include <vector>
 
 #include "jobs/executor.hpp"
+#include "platform/detached_process.hpp"
 
 namespace ddp::jobs {
 
-struct SpawnRequest {
-  std::vector<std::string> argv;                     // argv[0] is an absolute path
-  std::map<std::string, std::string> env_overrides;  // applied to the daemon's own environment
-  std::filesystem::path workdir;                     // empty: the daemon's
-  std::filesystem::path output_file;                 // stdout and stderr, appended
-};
-
-// posix_spawn with POSIX_SPAWN_SETSID; throws ddp::Error naming what failed.
-pid_t spawn_supervisor(const SpawnRequest& request);
+// The supervisor's start (platform/detached_process.hpp: its own session, output appended to
+// `output_file`); throws ddp::Error naming what failed.
+pid_t spawn_supervisor(const platform::DetachedSpawn& request);
 
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or nullopt if gone.
 std::optional<std::uint64_t> process_start_time(pid_t pid);
@@ -38,11 +31,8 @@ std::optional<std::uint64_t> process_start_time(pid_t pid);
 // supervisor's processes.json (written once it runs). nullopt when none lives.
 std::optional<RunHandle> find_supervisor(const std::filesystem::path& events_path);
 
-// pidfd_open(2): a descriptor that becomes readable when `pid` exits, child or not; -1 on error.
-int open_pidfd(pid_t pid);
-
-// The Executor over the functions above: the supervisor's exit through its pidfd (a child's
-// wait status reaped), signals through the pidfd (a recycled pid never gets one). The
+// The Executor over the functions above: the supervisor's exit through a platform::ProcessWatch
+// (a child's exit reaped), signals through it (a recycled pid never gets one). The
 // supervisor's event stream is read by the JobManager; logs are run_logs.hpp's.
 class LocalExecutor : public Executor {
  public:
@@ -52,6 +42,7 @@ class LocalExecutor : public Executor {
   void start(const RunRequest& request, RunStarted started, RunStartFailed failed) override;
   void follow(JobId id, const RunHandle& run, bool own_child, RunUpdated updated) override;
   bool can_readopt(const RunHandle& run) override;
+  std::optional<RunHandle> find_unrecorded(const std::filesystem::path& run_dir) const override;
   void stop(JobId id, const RunHandle& run, bool force) override;
   void forget(JobId id) override;
   std::optional<std::filesystem::path> log_path(const std::filesystem::path& run_dir, const RunHandle& run,
@@ -59,7 +50,7 @@ class LocalExecutor : public Executor {
 
  private:
   boost::asio::io_context& io_;
-  std::map<JobId, std::unique_ptr<boost::asio::posix::stream_descriptor>> pidfds_;
+  std::map<JobId, std::unique_ptr<platform::ProcessWatch>> watches_;
 };
 
 }  // namespace ddp::jobs

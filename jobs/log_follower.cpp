@@ -9,13 +9,13 @@ LogFollower::LogFollower(JobManager& jobs, JobId id, std::string rank, std::stri
     : jobs_(jobs), id_(id), rank_(std::move(rank)), stream_(std::move(stream)), on_growth_(std::move(on_growth)) {}
 
 void LogFollower::open(const std::filesystem::path& p) {
-  if (watch_) jobs_.inotify().unwatch(*watch_);
+  if (watch_) jobs_.file_watch().unwatch(*watch_);
   watch_.reset();
   file_.close();
   file_.clear();
   file_.open(p, std::ios::binary);
   path_ = p;
-  watch_ = jobs_.inotify().watch(p, [cb = on_growth_] { cb(); });
+  watch_ = jobs_.file_watch().watch(p, [cb = on_growth_] { cb(); });
   if (!tail_ || !file_) return;
   // The tail: from the first line that starts within the last *tail_ bytes.
   file_.seekg(0, std::ios::end);
@@ -35,7 +35,7 @@ void LogFollower::open(const std::filesystem::path& p) {
 
 std::string LogFollower::next(std::size_t max_bytes) {
   if (!file_.is_open()) {
-    if (auto p = jobs_.log_path(id_, rank_, stream_)) open(*p);
+    if (auto p = jobs_.views().log_path(id_, rank_, stream_)) open(*p);
   }
   std::string chunk;
   if (file_.is_open()) {
@@ -46,7 +46,7 @@ std::string LogFollower::next(std::size_t max_bytes) {
   }
   if (chunk.empty() && file_.is_open()) {
     // All of this file is read: a restart writes the rank's output to a new file from here on.
-    auto p = jobs_.log_path(id_, rank_, stream_);
+    auto p = jobs_.views().log_path(id_, rank_, stream_);
     if (p && *p != path_) {
       open(*p);
       chunk = fmt::format("[ddp-launch]: the job restarted; following {}\n", p->string());
@@ -56,7 +56,7 @@ std::string LogFollower::next(std::size_t max_bytes) {
 }
 
 void LogFollower::close() {
-  if (watch_) jobs_.inotify().unwatch(*watch_);
+  if (watch_) jobs_.file_watch().unwatch(*watch_);
   watch_.reset();
   file_.close();
 }

@@ -1,7 +1,8 @@
 #pragma once
 // LogFollower: one rank's log of a job, read as it grows and across restarts (the supervisor's
 // next attempt and the daemon's next run write to a new file): `ddp-launch logs -f` (the API's
-// follow=1) and the dashboard's live log tail. File growth comes from inotify, on the loop.
+// follow=1) and the dashboard's live log tail. File growth comes from the daemon's file watch
+// (platform/file_watch.hpp), on the loop.
 #include <cstddef>
 #include <filesystem>
 #include <fstream>

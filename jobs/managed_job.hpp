@@ -1,18 +1,23 @@
 #pragma once
-// JobManager's record of one job, shared by its source files (job_manager.cpp: the live loop;
-// job_recovery.cpp: a restarted daemon's recovery; job_views.cpp: what the API shows). Not for
-// anything outside JobManager.
+// The daemon's jobs in memory: each job's record, spec, run memory and timers (ManagedJob), and the
+// book of them all (JobBook) that the lifecycle (job_manager.hpp) writes and the views
+// (job_views.hpp) read. Not for anything outside those two.
 #include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "jobs/job_manager.hpp"
+#include "jobs/executor.hpp"
+#include "jobs/job_db.hpp"
+#include "jobs/job_errors.hpp"
+#include "jobs/job_spec.hpp"
 #include "jobs/run_outcome.hpp"
 
 namespace ddp::jobs {
 
-struct JobManager::Job {
+struct ManagedJob {
   JobRecord rec;
   JobSpec spec;
   bool spec_ok = true;
@@ -24,11 +29,27 @@ struct JobManager::Job {
   JobState cancel_final = JobState::Cancelled;
   std::string cancel_reason;
   std::unique_ptr<boost::asio::steady_timer> timeout_timer, kill_timer, retry_timer;
-  // JSON texts for list (summary) and get (detail), valid while cached_at == the generation.
+  // JSON texts for list (summary) and get (detail), valid while cached_at == the book's generation.
   mutable std::string summary, detail;
   mutable std::uint64_t summary_at = 0, detail_at = 0;
 
   void reset_run() { run = {}; }
+  // Whether a run of it lives (a supervisor's pid or a Slurm job id is recorded).
+  bool run_live() const { return rec.pid != 0 || !rec.external_id.empty(); }
+};
+
+// What the job database keeps of the job's run, for its executor.
+inline RunHandle run_handle(const JobRecord& r) { return {r.pid, r.pid_start_time, r.external_id}; }
+
+struct JobBook {
+  std::map<JobId, std::unique_ptr<ManagedJob>> jobs;
+  std::uint64_t generation = 1;  // bumped by every change of a job or of the queue
+  std::uint64_t submitted_total = 0;
+  std::uint64_t restarts_total = 0;
+
+  ManagedJob& find(JobId id);  // throws JobError NotFound
+  const ManagedJob& find(JobId id) const;
+  bool exists(JobId id) const { return jobs.count(id) > 0; }
 };
 
 }  // namespace ddp::jobs

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -59,8 +58,7 @@ std::string hang_text(const events::HangDetected& h) {
   } else {
     out = fmt::format("rank {} hung: no progress for {:.1f} s (--hang-timeout {})", h.suspect, silent, h.hang_timeout);
     if (h.ranks.size() > 1) {
-      out += fmt::format("; rank(s) {} waited",
-                         fmt::join(std::vector<int>(h.ranks.begin() + 1, h.ranks.end()), ", "));
+      out += fmt::format("; rank(s) {} waited", fmt::join(std::vector<int>(h.ranks.begin() + 1, h.ranks.end()), ", "));
     }
   }
   if (h.stacks_file) out += fmt::format(" (stacks: {})", *h.stacks_file);
@@ -137,17 +135,16 @@ namespace {
 
 std::string failure_text(const RunMemory& m, const RunEnd& end) {
   if (!m.first_failure.empty()) return m.first_failure;
-  const auto& ws = end.wait_status;
+  const auto& ws = end.supervisor_exit;
   if (m.finished_seen) {
     return fmt::format("the supervisor {}", exit_predicate(ExitStatus::exited(m.finished_exit.value_or(-1))));
   }
-  if (ws && WIFSIGNALED(*ws)) {
-    return fmt::format("the supervisor (pid {}) {} before it finished", end.pid,
-                       exit_predicate(ExitStatus::from_wait_status(*ws)));
+  if (ws && ws->signal != 0) {
+    return fmt::format("the supervisor (pid {}) {} before it finished", end.pid, exit_predicate(*ws));
   }
-  if (ws && WIFEXITED(*ws)) {
+  if (ws && ws->signal == 0) {
     return fmt::format("the supervisor (pid {}) {} before it started the job (see {}/supervisor.log)", end.pid,
-                       exit_predicate(ExitStatus::from_wait_status(*ws)), end.run_dir);
+                       exit_predicate(*ws), end.run_dir);
   }
   return fmt::format("the supervisor (pid {}) ended without a finished event (see {}/supervisor.log)", end.pid,
                      end.run_dir);
@@ -157,12 +154,12 @@ std::string failure_text(const RunMemory& m, const RunEnd& end) {
 
 RunVerdict judge_run(const RunMemory& m, const RunEnd& end) {
   RunVerdict v;
-  const auto& ws = end.wait_status;
+  const auto& ws = end.supervisor_exit;
   v.exit_code = end.recorded_exit;
   if (m.finished_exit) {
     v.exit_code = m.finished_exit;
-  } else if (ws && (WIFEXITED(*ws) || WIFSIGNALED(*ws))) {
-    v.exit_code = ExitStatus::from_wait_status(*ws).shell_code();
+  } else if (ws) {
+    v.exit_code = ws->shell_code();
   }
   v.succeeded = m.finished_seen ? m.finished_exit == 0 : v.exit_code == 0;
   if (v.succeeded) {

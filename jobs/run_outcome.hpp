@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/events.hpp"
+#include "common/exit_status.hpp"
 #include "jobs/job_spec.hpp"
 
 namespace ddp::jobs {
@@ -66,8 +67,8 @@ EventLines parse_event_lines(std::string_view data);
 
 // How a run ended, as the daemon saw it.
 struct RunEnd {
-  std::optional<int> wait_status;    // the supervisor's, when it was the daemon's child
-  std::optional<int> recorded_exit;  // the job's exit code so far
+  std::optional<ExitStatus> supervisor_exit;  // the supervisor's, when it was the daemon's child (reaped)
+  std::optional<int> recorded_exit;           // the job's exit code so far
   int pid = 0;
   std::string run_dir;
 };

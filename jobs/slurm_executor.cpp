@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
 #include <fstream>
@@ -37,7 +36,11 @@ void SlurmExecutor::start(const RunRequest& r, RunStarted started, RunStartFaile
   try {
     auto script = slurm_batch_script(*r.spec, r.ctx, (r.run_dir / "slurm-%j.out").string());
     std::ofstream(script_path, std::ios::trunc) << launcher::render_sbatch_script(script);
-    ::chmod(script_path.c_str(), 0755);
+    std::error_code ec;
+    fs::permissions(script_path,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                        fs::perms::others_exec,
+                    fs::perm_options::replace, ec);
   } catch (const std::exception& e) {
     failed(fmt::format("cannot write the sbatch script {}: {}", script_path, e.what()));
     return;

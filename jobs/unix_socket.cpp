@@ -1,13 +1,12 @@
 #include "jobs/unix_socket.hpp"
 
 #include <fmt/format.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 
 #include "common/error.hpp"
+#include "platform/local_socket.hpp"
 
 namespace ddp::jobs {
 
@@ -15,13 +14,14 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
 void remove_stale_socket(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return;  // nothing there
-  if (!S_ISSOCK(st.st_mode)) {
-    const char* kind = S_ISREG(st.st_mode)   ? "a regular file"
-                       : S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISLNK(st.st_mode) ? "a symbolic link"
-                                             : "not a socket";
+  std::error_code sec;
+  const auto type = fs::symlink_status(path, sec).type();
+  if (sec || type == fs::file_type::not_found) return;  // nothing there
+  if (type != fs::file_type::socket) {
+    const char* kind = type == fs::file_type::regular     ? "a regular file"
+                       : type == fs::file_type::directory ? "a directory"
+                       : type == fs::file_type::symlink   ? "a symbolic link"
+                                                          : "not a socket";
     throw UsageError(
         fmt::format("--socket {} is {}: the daemon replaces only a stale socket a stopped daemon "
                     "left there; move it away or give another --socket",
@@ -32,13 +32,11 @@ void remove_stale_socket(const fs::path& path) {
   boost::system::error_code cec;
   probe.connect(asio::local::stream_protocol::endpoint(path.string()), cec);
   if (!cec) {
-    ucred peer{};
-    socklen_t len = sizeof(peer);
-    bool known = ::getsockopt(probe.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid > 0;
+    auto peer = platform::local_socket_peer(static_cast<std::intptr_t>(probe.native_handle()));
     throw UsageError(
         fmt::format("--socket {}: another daemon{} already listens there; stop it first, or give this "
                     "one its own --socket and --state-dir",
-                    path.string(), known ? fmt::format(" (pid {})", peer.pid) : ""));
+                    path.string(), peer ? fmt::format(" (pid {})", *peer) : ""));
   }
   if (cec != asio::error::connection_refused) {
     throw UsageError(

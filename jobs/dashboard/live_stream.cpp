@@ -119,11 +119,11 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   // A metrics.csv the supervisor writes as its ranks print metric lines (any rank, not only the one
   // whose log is shown): the chart's other trigger.
   void watch_metrics_file() {
-    auto dir = jobs_.run_dir(view_.job);
+    auto dir = jobs_.views().run_dir(view_.job);
     if (dir.empty() || dir == metrics_dir_) return;
-    if (metrics_watch_) jobs_.inotify().unwatch(*metrics_watch_);
+    if (metrics_watch_) jobs_.file_watch().unwatch(*metrics_watch_);
     std::weak_ptr<LiveStream> weak = this->shared_from_this();
-    metrics_watch_ = jobs_.inotify().watch(std::filesystem::path(dir) / "metrics.csv", [weak] {
+    metrics_watch_ = jobs_.file_watch().watch(std::filesystem::path(dir) / "metrics.csv", [weak] {
       if (auto s = weak.lock()) {
         s->plan_.mark(Topic::Metrics, Clock::now());
         s->schedule();
@@ -154,10 +154,10 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
     auto batch = plan_.take(now);
     frame_.clear();
     try {
-      if (batch.has(Topic::Jobs)) add_if_changed("jobs", jobs_.list_text(view_.state, kListedJobs), sent_jobs_);
-      if (batch.has(Topic::Host)) add_if_changed("host", dump(jobs_.host()), sent_host_);
+      if (batch.has(Topic::Jobs)) add_if_changed("jobs", jobs_.views().list_text(view_.state, kListedJobs), sent_jobs_);
+      if (batch.has(Topic::Host)) add_if_changed("host", dump(jobs_.views().host()), sent_host_);
       if (batch.has(Topic::Job)) {
-        add_if_changed("job", jobs_.get_text(view_.job), sent_job_);
+        add_if_changed("job", jobs_.views().get_text(view_.job), sent_job_);
         watch_metrics_file();
       }
       if (batch.has(Topic::Timeline)) add_timeline(now);
@@ -183,7 +183,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   }
 
   void add_timeline(TimePoint now) {
-    auto rows = jobs_.timeline_since(view_.job, cursor_, kTimelineRows);
+    auto rows = jobs_.views().timeline_since(view_.job, cursor_, kTimelineRows);
     auto n_t = rows["transitions"].size(), n_e = rows["events"].size();
     if (n_t == kTimelineRows || n_e == kTimelineRows) plan_.backlog(Topic::Timeline, now);
     if (n_t + n_e > 0) frame_ += sse_message("timeline", dump(rows));
@@ -245,7 +245,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
     closed_ = true;
     if (watcher_) jobs_.unwatch_changes(*watcher_);
     if (log_) log_->close();
-    if (metrics_watch_) jobs_.inotify().unwatch(*metrics_watch_);
+    if (metrics_watch_) jobs_.file_watch().unwatch(*metrics_watch_);
     wake_.cancel();
     stall_.cancel();
     boost::system::error_code ec;
@@ -265,7 +265,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream<Socket>> {
   std::optional<int> watcher_, metrics_watch_;
   std::string metrics_dir_;
   std::optional<LogFollower> log_;
-  JobManager::TimelineCursor cursor_;
+  JobViews::TimelineCursor cursor_;
   std::string frame_, carry_;
   std::size_t sent_jobs_ = 0, sent_host_ = 0, sent_job_ = 0, sent_metrics_ = 0;
   bool writing_ = false, closed_ = false, first_log_ = true;
@@ -279,7 +279,7 @@ const std::string& MetricsCache::frame(JobId id, TimePoint now) {
                 [&](const auto& kv) { return kv.first != id && now - kv.second.at > std::chrono::seconds(10); });
   auto it = entries_.find(id);
   if (it == entries_.end() || now - it->second.at >= std::chrono::seconds(1)) {
-    auto text = dump(metrics_frame(jobs_.job_metrics(id), kChartPoints));
+    auto text = dump(metrics_frame(jobs_.views().job_metrics(id), kChartPoints));
     it = entries_.insert_or_assign(id, Entry{now, std::move(text)}).first;
   }
   return it->second.text;

@@ -1,6 +1,10 @@
 #include "platform/host.hpp"
 
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
 
 extern char** environ;
 
@@ -32,5 +36,17 @@ std::filesystem::path executable_path() {
 }
 
 bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
+
+std::string random_bytes(std::size_t n) {
+  std::string bytes(n, '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    auto r = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw std::system_error(errno, std::generic_category(), "getrandom");
+    got += static_cast<std::size_t>(r);
+  }
+  return bytes;
+}
 
 }  // namespace ddp::platform

@@ -2,6 +2,7 @@
 
 #include <windows.h>
 
+#include <fstream>
 #include <random>
 #include <system_error>
 
@@ -24,6 +25,19 @@ std::filesystem::path make_unique_directory(const std::filesystem::path& parent,
   }
   throw std::system_error(static_cast<int>(error), std::system_category(),
                           "CreateDirectory in " + parent.string() + ": " + win::error_text(error));
+}
+
+bool write_private_file(const std::filesystem::path& path, const std::string& content, std::string& error) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.flush();
+  if (!out) error = "cannot write it";
+  return static_cast<bool>(out);
+}
+
+ProcessLock lock_for_process_lifetime(const std::filesystem::path&, std::string& error) {
+  error = "the job daemon is not on Windows yet (issue 27)";
+  return ProcessLock::Failed;
 }
 
 }  // namespace ddp::platform

@@ -1,6 +1,12 @@
 #include "platform/host.hpp"
 
+// windows.h before bcrypt.h, which needs its types.
+// clang-format off
 #include <windows.h>
+#include <bcrypt.h>
+// clang-format on
+
+#include <system_error>
 
 #include "platform/windows/wide.hpp"
 
@@ -40,6 +46,14 @@ std::filesystem::path executable_path() {
 bool stdin_is_terminal() {
   DWORD mode = 0;
   return GetConsoleMode(GetStdHandle(STD_INPUT_HANDLE), &mode) != 0;
+}
+
+std::string random_bytes(std::size_t n) {
+  std::string bytes(n, '\0');
+  auto status = BCryptGenRandom(nullptr, reinterpret_cast<PUCHAR>(bytes.data()), static_cast<ULONG>(bytes.size()),
+                                BCRYPT_USE_SYSTEM_PREFERRED_RNG);
+  if (status != 0) throw std::system_error(static_cast<int>(status), std::system_category(), "BCryptGenRandom");
+  return bytes;
 }
 
 }  // namespace ddp::platform

@@ -20,8 +20,9 @@ ev::RootCause root_cause(int rank, ExitStatus status, std::optional<std::string>
   return {0, rank, rank, 100 + rank, status, "original failure", std::move(error)};
 }
 ev::Finished finished(int code) { return {code, code ? "FAILED" : "SUCCEEDED", 1, 0}; }
-constexpr int exited(int code) { return code << 8; }  // a wait status
-constexpr int killed(int sig) { return sig; }
+// How the supervisor ended, as the local executor reports it.
+ExitStatus exited(int code) { return ExitStatus::exited(code); }
+ExitStatus killed(int sig) { return ExitStatus::killed(sig); }
 }  // namespace
 
 TEST_CASE("the first failing rank_exited is the failure until a root_cause replaces it") {
@@ -88,7 +89,7 @@ TEST_CASE("event lines: complete lines only, unreadable ones reported, empty one
   CHECK(parse_event_lines("{\"event\":\"partial").consumed == 0);
 }
 
-TEST_CASE("judge_run: the finished event decides; else the supervisor's wait status") {
+TEST_CASE("judge_run: the finished event decides; else how the supervisor ended") {
   auto ok = judge_run(fold({finished(0)}), RunEnd{exited(0), std::nullopt, 7, "/r"});
   CHECK(ok.succeeded);
   CHECK(ok.exit_code == 0);
