@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "platform/arguments.hpp"
+
 extern char** environ;
 
 namespace ddp::platform {
@@ -32,5 +34,9 @@ std::filesystem::path executable_path() {
 }
 
 bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
+
+std::vector<std::string> utf8_arguments(int argc, char** argv) { return {argv, argv + argc}; }
+
+void use_utf8_console() {}
 
 }  // namespace ddp::platform

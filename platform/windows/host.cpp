@@ -2,6 +2,10 @@
 
 #include <windows.h>
 
+#include "platform/arguments.hpp"
+// After windows.h:
+#include <shellapi.h>
+
 #include "platform/windows/wide.hpp"
 
 namespace ddp::platform {
@@ -41,5 +45,22 @@ bool stdin_is_terminal() {
   DWORD mode = 0;
   return GetConsoleMode(GetStdHandle(STD_INPUT_HANDLE), &mode) != 0;
 }
+
+std::vector<std::string> utf8_arguments(int argc, char** argv) {
+  int n = 0;
+  LPWSTR* wide = CommandLineToArgvW(GetCommandLineW(), &n);
+  // The same count as the C runtime's argv, or that argv (a caller that built its own).
+  if (!wide || n != argc) {
+    if (wide) LocalFree(wide);
+    return {argv, argv + argc};
+  }
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) out.push_back(win::to_utf8(wide[i]));
+  LocalFree(wide);
+  return out;
+}
+
+void use_utf8_console() { SetConsoleOutputCP(CP_UTF8); }
 
 }  // namespace ddp::platform
