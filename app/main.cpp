@@ -3,10 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "app/commands.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "platform/arguments.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ddp-launch: launcher and job daemon for PyTorch DistributedDataParallel training"};
@@ -20,8 +23,13 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, ddp::cli::Runner> runners;
   for (auto& command : ddp::app::add_commands(app)) runners[command.sub] = std::move(command.run);
 
+  // UTF-8 arguments (Windows: from the UTF-16 command line, not the code page's argv) and console.
+  ddp::platform::use_utf8_console();
+  const auto args = ddp::platform::utf8_arguments(argc, argv);
+  std::vector<const char*> arg_ptrs;
+  for (const auto& a : args) arg_ptrs.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     // --help exits 0; any other parse error is a usage error, which every command documents as 2.
     return app.exit(e) == 0 ? 0 : 2;

@@ -4,7 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "common/user_regex.hpp"
 #include "jobs/run_logs.hpp"
@@ -209,28 +213,51 @@ json JobViews::job_metrics(JobId id) const {
   auto files = job.rec.run_dir.empty() ? std::map<int, fs::path>() : rank_stdout_files(job.rec.run_dir);
   std::vector<std::pair<std::string, UserRegex>> patterns;  // RE2: safe on lines of any length
   for (const auto& [name, pattern] : job.spec.metrics) patterns.emplace_back(name, UserRegex(pattern));
-  json ranks = json::object(), sources = json::object();
+  json ranks = json::object(), steps = json::object(), sources = json::object();
   for (const auto& [rank, path] : files) {
     std::string text = patterns.empty() ? std::string() : read_file_tail(path, 4 << 20);
-    json series = json::object();
-    for (const auto& [name, re] : patterns) {
-      json values = json::array();
-      re.for_each(text, [&](std::string_view v) {
-        if (auto x = launcher::parse_metric_number(v)) values.push_back(*x);
-      });
-      series[name] = values;
+    json series = json::object(), at = json::object();
+    for (const auto& [name, re] : patterns) series[name] = json::array(), at[name] = json::array();
+    // Line by line, as the supervisor's recorder writes metrics.csv (launcher::MetricExtractor) and
+    // `ddp-launch report` charts it: a value's step is the line's `step` (a `step` pattern of the
+    // job file, or an `@ddp-metric step=N` line), else its count on that rank (1, 2, …).
+    std::map<std::string, std::int64_t> counts;
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      auto nl = rest.find('\n');
+      auto line = rest.substr(0, nl);
+      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+      std::optional<double> line_step;
+      if (auto sdk = launcher::parse_metric_line(line)) {
+        for (const auto& v : *sdk) {
+          if (v.name == "step") line_step = v.value;
+        }
+      }
+      std::vector<std::pair<const std::string*, double>> matched;
+      for (const auto& [name, re] : patterns) {
+        re.for_each(line, [&](std::string_view v) {
+          auto x = launcher::parse_metric_number(v);
+          if (!x) return;
+          if (name == "step") line_step = *x;  // as the recorder: the pattern over the SDK key
+          matched.emplace_back(&name, *x);
+        });
+      }
+      for (const auto& [name, value] : matched) {
+        auto count = ++counts[*name];
+        series[*name].push_back(value);
+        at[*name].push_back(line_step ? *line_step : static_cast<double>(count));
+      }
     }
     ranks[std::to_string(rank)] = series;
+    steps[std::to_string(rank)] = at;
     sources[std::to_string(rank)] = path.string();
   }
   // "metrics": rank 0's series, as before (the rank that usually logs), empty ones without it.
   json rank0 = json::object();
   for (const auto& [name, re] : patterns) rank0[name] = ranks.contains("0") ? ranks["0"][name] : json::array();
-  return {{"id", id},
-          {"source", sources.contains("0") ? sources["0"] : json("")},
-          {"metrics", rank0},
-          {"ranks", ranks},
-          {"sources", sources}};
+  return {{"id", id},         {"source", sources.contains("0") ? sources["0"] : json("")},
+          {"metrics", rank0}, {"ranks", ranks},
+          {"steps", steps},   {"sources", sources}};
 }
 
 JobCounts JobViews::counts() const {

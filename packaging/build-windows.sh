@@ -8,8 +8,16 @@ BUILD_DIR=${BUILD_DIR:-build-windows}
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || ! grep -q "CMAKE_GENERATOR:INTERNAL=Ninja" "$BUILD_DIR/CMakeCache.txt"; then
   rm -rf "$BUILD_DIR"
 fi
-cmake -S . -B "$BUILD_DIR" -G Ninja \
-  -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake \
-  -DCMAKE_BUILD_TYPE=Release \
-  -DDDP_WERROR=ON >/dev/null
-cmake --build "$BUILD_DIR" -j "${JOBS:-2}"
+configure=(cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake
+  -DCMAKE_BUILD_TYPE=Release -DDDP_WERROR=ON)
+build=(cmake --build "$BUILD_DIR" -j "${JOBS:-2}")
+# DDP_QUIET_BUILD=1 (run-tests.sh): the build's progress every 10 % or 30 s, its output in a log
+# file shown when it fails (progress.sh), as build.sh.
+if [ "${DDP_QUIET_BUILD:-0}" = 1 ]; then
+  . packaging/progress.sh
+  quietly configure-windows "${configure[@]}"
+  build_quietly build-windows "${build[@]}"
+else
+  "${configure[@]}" >/dev/null
+  "${build[@]}"
+fi

@@ -6,11 +6,17 @@
 # gradients averaged by the worker SDK). Rank 0 prints progress; at the end `ddp-launch report`
 # summarises the run from its metrics.csv and draws the loss chart, and the script prints a summary
 # (time, first and last loss, whether the replicas agree) and the chart's path.
+# Each phase prints one line with the seconds since the start ("[  41 s] building [120/283]…"); apt's
+# and the build's output go to log files, shown when a phase fails (packaging/progress.sh).
 # STEPS=N changes the length (default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./packaging/install-deps.sh >/dev/null
-./packaging/build.sh >/dev/null
+. packaging/progress.sh
+say "demo: dependencies (only the demo's: packaging/install-deps.sh --demo)…"
+./packaging/install-deps.sh --demo
+# The ci preset's build directory (build/, as run-tests.sh), but only the two programs the demo
+# runs: a few hundred steps fewer than the whole build with its tests.
+DDP_QUIET_BUILD=1 ./packaging/build.sh ddp-launch resnet-trainer
 if [ ! -x build/bin/resnet-trainer ]; then
   echo "demo: build/bin/resnet-trainer was not built: CMake did not find libtorch (libtorch-dev)" >&2
   exit 1
@@ -18,6 +24,7 @@ fi
 
 out=$(mktemp -d /tmp/ddp-launch-demo.XXXXXX)
 steps=${STEPS:-60}
+say "training… (2 ranks, $steps steps; rank 0's progress below)"
 start=$(date +%s.%N)
 set -x
 # --run-dir with the same --log-dir: one flat run directory, metrics.csv (the ranks' @ddp-metric
@@ -30,6 +37,7 @@ build/bin/ddp-launch run --nproc-per-node 2 --max-restarts 1 --events "$out/even
 { set +x; } 2>/dev/null
 end=$(date +%s.%N)
 
+say "report…"
 chart="$out/loss.svg"
 build/bin/ddp-launch report "$out/run" --out "$chart" | grep -v '^chart: '
 

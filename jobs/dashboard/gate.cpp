@@ -30,7 +30,7 @@ Admission refused(int status, std::string message) {
 // The app's own pages (the browser's address bar); every one is the same page, its script draws it.
 bool is_app_path(const std::vector<std::string>& s) {
   if (s.empty()) return true;
-  if (s.size() == 1) return s[0] == "jobs" || s[0] == "submit" || s[0] == "host";
+  if (s.size() == 1) return s[0] == "jobs" || s[0] == "submit" || s[0] == "host" || s[0] == "reference";
   return s.size() == 2 && s[0] == "jobs" && !s[1].empty() && s[1].size() <= 18 &&
          s[1].find_first_not_of("0123456789") == std::string::npos;
 }

@@ -35,23 +35,52 @@ LiveView parse_live_view(const std::map<std::string, std::string>& query) {
   return v;
 }
 
+namespace {
+
+// The steps of rank `rank`'s series `name` (GET /v1/jobs/{id}/metrics' "steps"), when there is one
+// for every value and they only go up (uPlot's x must); else nullptr.
+const json* increasing_steps(const json& job_metrics, const std::string& rank, const std::string& name, std::size_t n) {
+  if (!job_metrics.contains("steps")) return nullptr;
+  const auto& all = job_metrics["steps"];
+  if (!all.is_object() || !all.contains(rank) || !all[rank].is_object() || !all[rank].contains(name)) return nullptr;
+  const auto& steps = all[rank][name];
+  if (!steps.is_array() || steps.size() != n) return nullptr;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!steps[i].is_number()) return nullptr;
+    if (i > 0 && !(steps[i].get<double>() > steps[i - 1].get<double>())) return nullptr;
+  }
+  return &steps;
+}
+
+}  // namespace
+
 nlohmann::json metrics_frame(const json& job_metrics, std::size_t max_points) {
   if (max_points < 2) max_points = 2;
   std::set<std::string> names;
   json ranks = json::object();
+  // x is the step when every series has its steps, increasing; else every series' x is the value's
+  // position (a step that goes back, e.g. per-epoch batch indices, would fold the chart).
+  bool by_step = true;
   if (job_metrics.contains("ranks") && job_metrics["ranks"].is_object()) {
+    for (const auto& [rank, series] : job_metrics["ranks"].items()) {
+      for (const auto& [name, values] : series.items()) {
+        if (values.is_array() && !increasing_steps(job_metrics, rank, name, values.size())) by_step = false;
+      }
+    }
     for (const auto& [rank, series] : job_metrics["ranks"].items()) {
       json out = json::object();
       for (const auto& [name, values] : series.items()) {
         if (!values.is_array()) continue;
-        names.insert(name);
+        // A job file's `step` pattern is the x axis, not a curve of its own (unless it is all there is).
+        if (name != "step" || series.size() == 1) names.insert(name);
+        const json* steps = by_step ? increasing_steps(job_metrics, rank, name, values.size()) : nullptr;
         const std::size_t n = values.size();
         json xs = json::array(), ys = json::array();
         const std::size_t keep = std::min(n, max_points);
         for (std::size_t i = 0; i < keep; ++i) {
           // Evenly over [0, n-1]: i = 0 is the first value, i = keep-1 the last.
           std::size_t at = keep == n ? i : (i * (n - 1)) / (keep - 1);
-          xs.push_back(at + 1);
+          xs.push_back(steps ? (*steps)[at] : json(at + 1));
           ys.push_back(values[at]);
         }
         out[name] = {{"x", xs}, {"y", ys}, {"count", n}};
@@ -59,7 +88,7 @@ nlohmann::json metrics_frame(const json& job_metrics, std::size_t max_points) {
       ranks[rank] = out;
     }
   }
-  return {{"names", json(names)}, {"ranks", ranks}};
+  return {{"names", json(names)}, {"x", by_step ? "step" : "index"}, {"ranks", ranks}};
 }
 
 std::size_t utf8_complete_prefix(std::string_view bytes) {

@@ -27,9 +27,12 @@ struct LiveView {
 // The query's view; ApiError 400 naming the parameter that is wrong.
 LiveView parse_live_view(const std::map<std::string, std::string>& query);
 
-// From GET /v1/jobs/{id}/metrics' JSON ({"ranks": {"0": {"loss": [2.3, 1.9, …]}}, …}): every
-// rank's series as points, x the value's position (1, 2, …: the metric line's count in that rank's
-// output) and y the value: {"names": [...], "ranks": {"0": {"loss": {"x": […], "y": […], "count": N}}}}.
+// From GET /v1/jobs/{id}/metrics' JSON ({"ranks": {"0": {"loss": [2.3, 1.9, …]}}, "steps": {"0":
+// {"loss": [10, 20, …]}}, …}): every rank's series as points, x the value's step (as `ddp-launch
+// report` charts metrics.csv) and y the value: {"names": [...], "x": "step", "ranks": {"0": {"loss":
+// {"x": […], "y": […], "count": N}}}}. When a series has no steps or they do not only go up (a step
+// that restarts each epoch), x is every value's position instead (1, 2, …) and "x" says "index".
+// A `step` series is the x axis, not a name of its own (unless it is the only one).
 // A series longer than max_points (≥ 2) is thinned evenly to max_points, its first and last points
 // kept: a week-long job's chart costs the browser what a short one's does.
 nlohmann::json metrics_frame(const nlohmann::json& job_metrics, std::size_t max_points);

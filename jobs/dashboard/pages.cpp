@@ -72,6 +72,7 @@ std::string content_type_for(std::string_view name) {
   if (name.ends_with(".png")) return "image/png";
   if (name.ends_with(".json")) return "application/json";
   if (name.ends_with(".txt")) return "text/plain; charset=utf-8";
+  if (name.ends_with(".md")) return "text/markdown; charset=utf-8";
   return "application/octet-stream";
 }
 

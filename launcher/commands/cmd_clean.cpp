@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "common/utf8_path.hpp"
 #include "launcher/commands/commands.hpp"
 #include "launcher/outputs/run_record.hpp"
 #include "platform/host.hpp"
@@ -45,15 +46,16 @@ bool confirm_ending(const std::string& path, const std::vector<pid_t>& pids) {
 
 int report_one(const std::string& arg, store::CleanOptions options, const CleanArgs& args) {
   const auto path = to_path(arg);
+  const auto file = utf8_path(path);  // UTF-8, also on Windows (common/utf8_path.hpp)
   // Where the OS cannot say who has it open (Windows under Wine): the records of dead runs naming it.
   std::error_code ec;
   options.dead_run_workers =
-      launcher::dead_run_workers(std::filesystem::absolute(path, ec), {std::filesystem::temp_directory_path(ec)});
-  auto r = store::FileStoreCleaner(options).clean(path);
+      launcher::dead_run_workers(std::filesystem::absolute(file, ec), {std::filesystem::temp_directory_path(ec)});
+  auto r = store::FileStoreCleaner(options).clean(file);
   if (!args.force && !args.dry_run && r.outcome == store::CleanOutcome::Kept && r.diagnosis &&
       !r.diagnosis->orphans.empty() && platform::stdin_is_terminal() && confirm_ending(path, r.diagnosis->orphans)) {
     options.end_orphans = true;
-    r = store::FileStoreCleaner(options).clean(path);
+    r = store::FileStoreCleaner(options).clean(file);
   }
   using store::CleanOutcome;
   if (r.outcome == CleanOutcome::Absent) {
@@ -76,7 +78,7 @@ int report_one(const std::string& arg, store::CleanOptions options, const CleanA
     return kExitUsage;
   }
 
-  fmt::print("{}{}: c10d FileStore\n", path, r.file != path ? fmt::format(" ({})", r.file.string()) : "");
+  fmt::print("{}{}: c10d FileStore\n", path, r.file != file ? fmt::format(" ({})", utf8_of(r.file)) : "");
   for (const auto& line : store::summarize(*r.log)) fmt::print("  {}\n", line);
   const auto& d = *r.diagnosis;
   if (!r.ended.empty()) {

@@ -135,6 +135,12 @@ Command add_report_command(CLI::App& app) {
     for (const auto& r : runs) curves += r.curve.empty() ? 0 : 1;
     std::cout << fmt::format("chart: {} ({} curve{})\n", out.string(), curves, curves == 1 ? "" : "s");
     for (const auto& r : runs) {
+      if (r.skipped_non_finite > 0) {
+        std::cerr << fmt::format(
+            "note: {}: {} row{} with an inf or nan step, value or time skipped ('{}' and samples_per_s); the chart "
+            "and the summary leave them out\n",
+            r.label, r.skipped_non_finite, r.skipped_non_finite == 1 ? "" : "s", a->metric);
+      }
       if (r.curve.empty()) std::cerr << fmt::format("note: {} has no '{}' metric with a step\n", r.label, a->metric);
     }
     return 0;

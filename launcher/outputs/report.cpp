@@ -87,28 +87,42 @@ RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, s
       throw UsageError(
           fmt::format("{}: line {} is not time,attempt,rank,step,name,value: '{}'", r.label, lineno, line));
     }
+    if (!(*attempt >= 0 && *attempt <= 1e9 && *rank >= 0 && *rank <= 1e9)) {
+      throw UsageError(
+          fmt::format("{}: line {} has an attempt or rank that is not a count: '{}'", r.label, lineno, line));
+    }
+    const bool has_step = !f[3].empty();
+    const double step_value = has_step ? step.value_or(0.0) : 0.0;
+    if (!std::isfinite(*time) || !std::isfinite(*value) || !std::isfinite(step_value)) {
+      // inf/nan from a diverging model: the chart is drawn around it, and says how many it left out.
+      if ((f[4] == metric && has_step) || f[4] == "samples_per_s") ++r.skipped_non_finite;
+      continue;
+    }
     t_first = std::min(t_first, *time);
     t_last = std::max(t_last, *time);
     int a = static_cast<int>(*attempt), k = static_cast<int>(*rank);
     max_attempt = std::max(max_attempt, a);
-    if (f[4] == metric && step) {
+    if (f[4] == metric && has_step) {
       ranks.insert(k);
-      auto& slot = latest[{*step, k}];
+      auto& slot = latest[{step_value, k}];
       if (a >= slot.attempt) slot = {a, *value, *time};
     } else if (f[4] == "samples_per_s") {
       ranks.insert(k);
       throughput[{k, a}].push_back(*value);
     }
   }
-  std::map<double, std::pair<double, int>> by_step;  // step → (sum, count)
-  std::map<double, double> step_time;                // step → when its last rank reported it
+  std::map<double, std::vector<double>> by_step;  // step → each rank's value
+  std::map<double, double> step_time;             // step → when its last rank reported it
   for (const auto& [key, v] : latest) {
-    auto& s = by_step[key.first];
-    s.first += v.value;
-    s.second += 1;
+    by_step[key.first].push_back(v.value);
     step_time[key.first] = std::max(step_time[key.first], v.time);
   }
-  for (const auto& [step, s] : by_step) r.curve.emplace_back(step, s.first / s.second);
+  for (const auto& [step, values] : by_step) {
+    // Each value divided first: two ranks at 1e308 average to 1e308, not to inf.
+    double mean = 0;
+    for (double v : values) mean += v / static_cast<double>(values.size());
+    r.curve.emplace_back(step, mean);
+  }
   if (!r.curve.empty()) {
     r.steps = r.curve.back().first;
     r.first_value = r.curve.front().second;
@@ -147,6 +161,14 @@ std::string format_summaries(const std::vector<RunSummary>& runs, std::string_vi
 }
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return {};
+  if (!std::isfinite(hi - lo)) {
+    // A range wider than the largest double (-1e308 to 1e308): ticks of the halved range, doubled.
+    auto ticks = nice_ticks(lo / 2, hi / 2, target);
+    std::erase_if(ticks, [](double v) { return !std::isfinite(2 * v); });
+    for (auto& v : ticks) v *= 2;
+    return ticks;
+  }
   if (!(hi > lo)) {
     double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
     lo -= pad;
@@ -161,7 +183,8 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   }
   std::vector<double> ticks;
   double end = std::ceil(hi / step - 1e-9) * step;
-  for (double v = std::floor(lo / step + 1e-9) * step; v <= end + step * 1e-9; v += step) {
+  // Bounded: a step lost to rounding at the edges of the double range cannot loop for ever.
+  for (double v = std::floor(lo / step + 1e-9) * step; v <= end + step * 1e-9 && ticks.size() < 4 * 64; v += step) {
     ticks.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
   }
   return ticks;
@@ -192,8 +215,9 @@ struct Axis {
   bool log = false;
   std::vector<double> ticks;
 
-  double unit(double v) const {  // 0 at lo, 1 at hi
-    return log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
+  double unit(double v) const {  // 0 at lo, 1 at hi; halved, so that -1e308 … 1e308 does not overflow
+    return log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo))
+               : (v / 2 - lo / 2) / (hi / 2 - lo / 2);
   }
   std::string label(double v) const {
     if (log) return std::abs(v) >= 1e4 || std::abs(v) < 1e-3 ? fmt::format("{:.0e}", v) : fmt::format("{:g}", v);
@@ -204,8 +228,9 @@ struct Axis {
 Axis make_axis(double lo, double hi, bool log) {
   Axis a;
   a.log = log;
-  if (!(hi >= lo)) lo = log ? 1 : 0, hi = log ? 10 : 1;
+  if (!(hi >= lo) || !std::isfinite(lo) || !std::isfinite(hi)) lo = log ? 1 : 0, hi = log ? 10 : 1;
   a.ticks = log ? log_ticks(lo, hi) : nice_ticks(lo, hi);
+  if (a.ticks.empty()) a.ticks = {lo, hi};
   a.lo = std::min(lo, a.ticks.front());
   a.hi = std::max(hi, a.ticks.back());
   if (!(a.hi > a.lo)) a.hi = a.lo + 1;
@@ -326,6 +351,14 @@ std::string render_chart_svg(const std::vector<RunSummary>& runs, std::string_vi
       "<text x=\"{2}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{3} vs {4}</text>\n",
       Frame::W, Frame::H, (Frame::left + Frame::W - Frame::right) / 2, escape_markup(metric),
       options.x == ChartX::Time ? "time" : "step");
+  int skipped = 0;
+  for (const auto& r : runs) skipped += r.skipped_non_finite;
+  if (skipped > 0) {
+    s += fmt::format(
+        "<text class=\"skipped\" x=\"{}\" y=\"36\" text-anchor=\"middle\" fill=\"#b00\">"
+        "{} non-finite value{} (inf, nan) not drawn</text>\n",
+        (Frame::left + Frame::W - Frame::right) / 2, skipped, skipped == 1 ? "" : "s");
+  }
   s += svg_axes(f, x_name, metric);
   s += svg_curves(f, runs, options.x);
   s += "</svg>\n";

@@ -19,6 +19,9 @@ struct RunSummary {
   std::optional<double> duration_s;     // run.json start → end, else first → last row
   std::optional<double> samples_per_s;  // all ranks together (sum of each rank's mean samples_per_s)
   int attempts = 1;
+  // Rows of the charted metric (and of samples_per_s) left out because their step, value or time is
+  // inf, -inf or nan (a diverging model): the chart is drawn around them, `report` says how many.
+  int skipped_non_finite = 0;
   std::vector<std::pair<double, double>> curve;  // (step, mean over ranks), steps ascending
   // The same points against wall-clock time: (seconds since the run started, mean over ranks), where
   // a step's time is when its last rank reported it; the run starts at run.json's "started", else
@@ -35,6 +38,7 @@ struct ChartOptions {
 
 // csv: metrics.csv's text (header time,attempt,rank,step,name,value); run_info: run.json or null.
 // For each (rank, step) the latest attempt's value counts: a resumed run does not draw twice.
+// A row with a non-finite step, value or time is skipped and counted (skipped_non_finite).
 // A malformed row is a ddp::UsageError naming the line.
 RunSummary summarize_run(std::string_view csv, const nlohmann::json& run_info, std::string label,
                          std::string_view metric = "loss");

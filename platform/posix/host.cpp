@@ -1,5 +1,7 @@
 #include "platform/host.hpp"
 
+#include "platform/arguments.hpp"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -48,5 +50,8 @@ std::string random_bytes(std::size_t n) {
   }
   return bytes;
 }
+std::vector<std::string> utf8_arguments(int argc, char** argv) { return {argv, argv + argc}; }
+
+void use_utf8_console() {}
 
 }  // namespace ddp::platform

@@ -8,6 +8,10 @@
 
 #include <system_error>
 
+#include "platform/arguments.hpp"
+// After windows.h:
+#include <shellapi.h>
+
 #include "platform/windows/wide.hpp"
 
 namespace ddp::platform {
@@ -55,5 +59,22 @@ std::string random_bytes(std::size_t n) {
   if (status != 0) throw std::system_error(static_cast<int>(status), std::system_category(), "BCryptGenRandom");
   return bytes;
 }
+
+std::vector<std::string> utf8_arguments(int argc, char** argv) {
+  int n = 0;
+  LPWSTR* wide = CommandLineToArgvW(GetCommandLineW(), &n);
+  // The same count as the C runtime's argv, or that argv (a caller that built its own).
+  if (!wide || n != argc) {
+    if (wide) LocalFree(wide);
+    return {argv, argv + argc};
+  }
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) out.push_back(win::to_utf8(wide[i]));
+  LocalFree(wide);
+  return out;
+}
+
+void use_utf8_console() { SetConsoleOutputCP(CP_UTF8); }
 
 }  // namespace ddp::platform

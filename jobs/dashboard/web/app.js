@@ -5,6 +5,7 @@ import * as jobsPage from './jobs.js';
 import * as jobPage from './job.js';
 import * as submitPage from './submit.js';
 import * as hostPage from './host.js';
+import * as referencePage from './reference.js';
 
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const main = document.getElementById('main');
@@ -45,6 +46,9 @@ function route() {
   } else if (path === '/host') {
     page = 'host';
     unmount = hostPage.mount(main);
+  } else if (path === '/reference') {
+    page = 'reference';
+    unmount = referencePage.mount(main);
   } else {
     unmount = jobsPage.mount(main, params.get('state') || '');
   }
@@ -61,7 +65,8 @@ document.addEventListener('click', (ev) => {
   if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin || a.target || a.hasAttribute('download')) return;
-  if (!/^\/($|jobs|submit|host)/.test(url.pathname)) return;
+  if (url.pathname === location.pathname && url.search === location.search && url.hash) return;  // an anchor
+  if (!/^\/($|jobs|submit|host|reference)/.test(url.pathname)) return;
   ev.preventDefault();
   navigate(url.pathname + url.search);
   main.focus({ preventScroll: true });

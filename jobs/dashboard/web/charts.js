@@ -29,9 +29,11 @@ export class LineChart {
 
   width() { return Math.max(200, this.host.clientWidth); }
 
-  // series: [{label, x: [...], y: [...]}] (each with its own x: joined here).
-  setData(series) {
-    const key = series.map((s) => s.label).join('|');
+  // series: [{label, x: [...], y: [...]}] (each with its own x: joined here); xLabel, when given,
+  // replaces the x axis' label (the chart is rebuilt when it changes).
+  setData(series, xLabel = this.opts.xLabel) {
+    this.opts.xLabel = xLabel;
+    const key = [xLabel, ...series.map((s) => s.label)].join('|');
     const data = series.length ? uPlot.join(series.map((s) => [s.x, s.y])) : [[]];
     if (!this.plot || key !== this.key) {
       if (this.plot) this.plot.destroy();

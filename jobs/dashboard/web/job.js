@@ -33,7 +33,9 @@ export function mount(main, id) {
     el('div', { class: 'card-head' }, el('h2', { id: 'metrics-h' }, 'Metrics'),
       el('label', { class: 'inline' }, 'Metric ', metricSelect)),
     chartBox, chartSummary);
-  const chart = new LineChart(chartBox, { xLabel: 'logged value #', yLabel: '' });
+  // x: the step of each value, as `ddp-launch report` charts (the daemon falls back to the value's
+  // position when a series has no steps that only go up: live_frames.hpp).
+  const chart = new LineChart(chartBox, { xLabel: 'step', yLabel: '' });
 
   const utilBox = el('div', { class: 'chart' });
   const memBox = el('div', { class: 'chart' });
@@ -189,11 +191,21 @@ export function mount(main, id) {
       .map((r) => ({ rank: r, s: metrics.ranks[r][metricName] }))
       .filter(({ s }) => s && s.x.length)
       .map(({ rank: r, s }) => ({ label: `rank ${r}`, x: s.x, y: s.y, count: s.count }));
-    chart.setData(series);
-    // The chart's words, for screen readers and tests: points per rank and the latest value.
+    const byStep = metrics.x !== 'index';
+    chart.setData(series, byStep ? 'step' : 'logged value #');
+    chartBox.dataset.x = byStep ? 'step' : 'index';
+    // The canvas has no words: the chart's own say what its axes are.
+    chartBox.setAttribute('role', 'img');
+    chartBox.setAttribute('aria-label', `${metricName} by ${byStep ? 'step' : 'logged value #'}, a line per rank`);
+    // The chart's words, for screen readers and tests: points per rank, the latest value and its step.
     clear(chartSummary, series.length
-      ? series.map((s, i) => el('span', { class: 'series', dataset: { rank: s.label.slice(5), points: s.count, last: s.y[s.y.length - 1] } },
-        el('i', { class: 'swatch', dataset: { c: i } }), `${s.label}: ${s.count} ${metricName} values, last ${number(s.y[s.y.length - 1])}`))
+      ? series.map((s, i) => {
+        const lastX = s.x[s.x.length - 1];
+        const last = s.y[s.y.length - 1];
+        return el('span', { class: 'series', dataset: { rank: s.label.slice(5), points: s.count, last, lastX } },
+          el('i', { class: 'swatch', dataset: { c: i } }),
+          `${s.label}: ${s.count} ${metricName} values, last ${number(last)}${byStep ? ` at step ${lastX}` : ''}`);
+      })
       : `No ${metricName} values yet.`);
     paintSwatches(chartSummary);
   }

@@ -31,7 +31,10 @@ export function mount(main) {
   const form = el('form', { class: 'card submit-form', novalidate: true, onsubmit: (ev) => { ev.preventDefault(); submit(); } },
     el('label', { for: 'yaml' }, 'Job file (YAML)'),
     el('p', { id: 'yaml-help', class: 'muted small' },
-      'Paste a job file or load one. Every key is described in jobs/README.md ("The job file"); relative paths are the daemon\'s.'),
+      'Paste a job file or load one. Every key is described in the ',
+      // A new tab: the text typed here stays.
+      el('a', { href: '/reference', target: '_blank', rel: 'noopener', id: 'reference-link' }, 'job file reference'),
+      '; relative paths are the daemon\'s.'),
     yaml,
     el('div', { class: 'form-row' },
       el('label', { class: 'button file-button', for: 'yaml-file' }, 'Load a file…'), file, source,

@@ -76,14 +76,15 @@ function request(port, method, target, { headers = {}, body } = {}) {
 
 class Daemon {
   // `wrap`: argv run before the daemon's own (it must exec the rest), e.g. to give it a host name.
-  constructor(dir, env, { wrap = [] } = {}) {
+  // `cwd`: the daemon's working directory, where a job without workdir: starts (default: the test's).
+  constructor(dir, env, { wrap = [], cwd } = {}) {
     this.dir = dir;
     this.state = path.join(dir, 'state');
     this.socket = path.join(dir, 'd.sock');
     this.log = fs.openSync(path.join(dir, 'daemon.log'), 'a');
     const argv = [...wrap, DDP_LAUNCH, 'daemon', '--state-dir', this.state, '--socket', this.socket,
       '--listen', '127.0.0.1:0', '--slots', '4'];
-    this.proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', this.log] });
+    this.proc = spawn(argv[0], argv.slice(1), { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', this.log] });
   }
 
   async ready() {

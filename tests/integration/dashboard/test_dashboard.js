@@ -23,12 +23,13 @@ const {
 const WORKER = path.join(__dirname, 'loss_worker.py');
 const TORCH_TIMEOUT = 150000;  // torch imports take 10-30 s per rank on a loaded 2-core machine
 
-// A 2-rank job of loss_worker.py that runs until `gate` exists.
-function jobYaml(name, gate, { gpus = 0, metrics = false } = {}) {
-  return `name: ${name}\ncommand: [${PYTHON}, ${WORKER}, ${gate}]\n` +
+// A 2-rank job of loss_worker.py (or `worker`) that runs until `gate` exists. With metrics, its loss
+// and the step of each (the worker's `step N` lines: the chart's x axis).
+function jobYaml(name, gate, { gpus = 0, metrics = false, worker = WORKER } = {}) {
+  return `name: ${name}\ncommand: [${PYTHON}, ${worker}, ${gate}]\n` +
     `resources: {nproc_per_node: 2, gpus_per_node: ${gpus}}\n` +
     `distributed: {backend: gloo, shutdown_grace: 3s}\n` +
-    (metrics ? `metrics: {loss: 'loss=([0-9.eE+-]+)'}\n` : '');
+    (metrics ? `metrics: {step: '^step ([0-9]+)', loss: 'loss=([0-9.eE+-]+)'}\n` : '');
 }
 
 async function shot(page, name) {
@@ -67,8 +68,14 @@ async function main() {
   let t = 0;
   const gpuTicker = setInterval(() => writeGpus((t += 0.7)), 1000);
   const env = { DDP_NVML_LIBRARY: ENV('DDP_FAKE_NVML', ''), FAKE_NVML_FILE: gpus };
+  // The job of the README's screenshot names no path of this machine: the daemon (and so the job,
+  // which has no workdir:) starts in a project directory holding the worker as train.py, and the
+  // job file says `train.py` and a relative gate.
+  const project = path.join(dir, 'project');
+  fs.mkdirSync(project);
+  fs.copyFileSync(WORKER, path.join(project, 'train.py'));
   try {
-    await withDaemonAndBrowser(dir, env, {}, async ({ daemon, browser }) => {
+    await withDaemonAndBrowser(dir, env, { cwd: project }, async ({ daemon, browser }) => {
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
       const page = await context.newPage();
       watchConsole(page, 'desktop');
@@ -103,7 +110,9 @@ async function main() {
 
       step('a 2-rank job appears in the open list, live');
       await page.evaluate(() => { window.__sameDocument = true; });
-      const trainId = await daemon.submit(jobYaml('train-demo', path.join(dir, 'gate-train'), { gpus: 2, metrics: true }));
+      const trainYaml = jobYaml('train-demo', 'gate-train', { gpus: 2, metrics: true, worker: 'train.py' });
+      assert.ok(!trainYaml.includes(dir) && !trainYaml.includes(__dirname), `a path of this machine: ${trainYaml}`);
+      const trainId = await daemon.submit(trainYaml);
       const sleepId = await daemon.submit(jobYaml('to-cancel', path.join(dir, 'gate-never')));
       await page.waitForSelector(`tr[data-id="${trainId}"]`, { timeout: 10000 });
       await page.waitForSelector(`tr[data-id="${sleepId}"]`, { timeout: 10000 });
@@ -143,7 +152,22 @@ async function main() {
         assert.ok(values.length >= s.points, `rank ${s.rank}: the API has ${values.length} values, the chart ${s.points}`);
         assert.equal(values[s.points - 1], s.last, `rank ${s.rank}: the chart's last point is the job's value ${s.points}`);
       }
-      assert.match(await page.textContent('#metric-summary'), /rank 0: \d+ loss values/);
+      assert.match(await page.textContent('#metric-summary'), /rank 0: \d+ loss values, last [0-9.]+ at step \d+/);
+
+      step('the chart\'s x axis is the step, as `ddp-launch report` draws it');
+      assert.equal(await page.getAttribute('#metric-chart', 'data-x'), 'step');
+      assert.equal(await page.getAttribute('#metric-chart', 'aria-label'), 'loss by step, a line per rank');
+      const metricNames = await page.$$eval('#metric option', (os) => os.map((o) => o.value));
+      assert.deepEqual(metricNames, ['loss'], 'the step is the x axis, not a metric to pick');
+      const lastX = await page.evaluate(() => Array.from(document.querySelectorAll('#metric-summary .series'),
+        (s) => ({ rank: s.dataset.rank, points: Number(s.dataset.points), x: Number(s.dataset.lastX) })));
+      const apiNow = (await daemon.api('GET', `/v1/jobs/${trainId}/metrics`)).body;
+      for (const s of lastX) {
+        const steps = apiNow.steps[s.rank].loss;
+        assert.equal(steps[s.points - 1], s.x, `rank ${s.rank}: the last point's x is its step (${steps.slice(-3)})`);
+        // The worker counts its steps from 0: value n (1, 2, …) is step n-1, so x is not the value's position.
+        assert.equal(s.x, s.points - 1, `rank ${s.rank}: x ${s.x} for the job's value ${s.points}`);
+      }
 
       step('GPU samples are charted (fake NVML)');
       await page.waitForSelector('.gpu-card:not([hidden]) canvas', { timeout: 40000 });
@@ -176,7 +200,7 @@ async function main() {
       await phone.close();
 
       step('the job turns SUCCEEDED on the open page');
-      fs.writeFileSync(path.join(dir, 'gate-train'), '');
+      fs.writeFileSync(path.join(project, 'gate-train'), '');
       await page.waitForSelector('.head-badge .state-succeeded', { timeout: 60000 });
       assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
       assert.equal(await page.isHidden('.page-head button.danger'), true, 'no cancel for a finished job');
@@ -212,6 +236,29 @@ async function main() {
       const expected = (await daemon.api('POST', '/v1/jobs', bad, { 'X-Ddp-File': 'job.yaml' })).body;
       assert.ok(expected.problems.length >= 2, JSON.stringify(expected));
       await page.click('nav a[href="/submit"]');
+
+      step('the submit page links the job file reference the daemon serves (the browser has no jobs/README.md)');
+      const help = await page.textContent('#yaml-help');
+      assert.ok(!/README/.test(help), `the help names a file a browser user does not have: ${help}`);
+      const [refPage] = await Promise.all([context.waitForEvent('page'), page.click('#reference-link')]);
+      watchConsole(refPage, 'reference');
+      await refPage.waitForSelector('#reference h2#resources', { timeout: 10000 });
+      assert.equal(new URL(refPage.url()).pathname, '/reference');
+      const keys = await refPage.$$eval('#reference h2', (hs) => hs.map((h) => h.textContent));
+      for (const key of ['name, command, args', 'workdir, env', 'resources', 'distributed', 'limits', 'metrics']) {
+        assert.ok(keys.some((k) => k.startsWith(key)), `the reference has no section '${key}': ${keys}`);
+      }
+      const refText = await refPage.textContent('#reference');
+      for (const key of ['nproc_per_node', 'gpus_per_node', 'max_restarts', 'shutdown_grace', 'timeout']) {
+        assert.ok(refText.includes(key), `the reference does not describe ${key}`);
+      }
+      await refPage.click('#reference nav a[href="#metrics"]');
+      assert.equal(new URL(refPage.url()).hash, '#metrics', 'a key in the list jumps to its section');
+      await refPage.waitForSelector('#reference h2#resources');
+      await noHorizontalScroll(refPage, 'the job file reference');
+      await shot(refPage, 'job-file-reference');
+      await refPage.close();
+
       await page.fill('#yaml', bad);
       await page.click('button[type="submit"]');
       await page.waitForSelector('#problems:not([hidden]) li');

@@ -300,6 +300,22 @@ def test_metrics_read_every_rank():
     check(m["ranks"] == {"0": {"loss": [0.5, 0.25]}, "1": {"loss": [1.5, 1.25]}}, f"every rank's series: {m}")
     check(m["metrics"] == {"loss": [0.5, 0.25]}, f"rank 0's series: {m}")
     check(m["sources"]["1"].endswith("/attempt_0/1/stdout.log"), f"sources: {m}")
+    # Without a step on the line, a value's step is its count on that rank (what metrics.csv says).
+    check(m["steps"] == {"0": {"loss": [1, 2]}, "1": {"loss": [1, 2]}}, f"steps: {m}")
+
+
+def test_metrics_steps_come_from_the_line():
+    # A `step` pattern of the job file, or the SDK's `@ddp-metric step=N`, is the step of the values on
+    # its line: the dashboard charts against it, as `ddp-launch report` charts metrics.csv.
+    job = D.submit("name: stepped-metrics\n"
+                   "shell: 'for s in 100 200 300; do echo \"step $s loss=0.$s\"; done; echo \"@ddp-metric step=7 loss=0.7\"'\n"
+                   "metrics: {step: '^step ([0-9]+)', loss: 'loss=([0-9.]+)'}\n")
+    D.wait_state(job, "SUCCEEDED", 60)
+    status, m = D.request("GET", f"/v1/jobs/{job}/metrics")
+    check(status == 200, f"{status} {m}")
+    check(m["ranks"]["0"]["loss"] == [0.1, 0.2, 0.3, 0.7], f"values: {m}")
+    check(m["steps"]["0"]["loss"] == [100, 200, 300, 7], f"steps from the lines: {m}")
+    check(m["steps"]["0"]["step"] == [100, 200, 300], f"the step series: {m}")
 
 
 def test_failure_and_retry_policy():
@@ -362,6 +378,7 @@ if __name__ == "__main__":
                    test_three_jobs_two_slots_third_waits_then_runs, test_cancel_running_job_leaves_no_rank_alive,
                    test_logs_follow_streams_until_the_job_ends,
                    test_logs_follow_moves_to_the_next_attempt_after_a_restart,
-                   test_logs_follow_moves_to_the_next_run_after_a_daemon_retry, test_metrics_read_every_rank])
+                   test_logs_follow_moves_to_the_next_run_after_a_daemon_retry, test_metrics_read_every_rank,
+                   test_metrics_steps_come_from_the_line])
     finally:
         D.cleanup()

@@ -176,6 +176,38 @@ def test_report_png_through_rsvg_convert():
               f"files left after the failed PNG: {os.listdir(d)}")
 
 
+def test_report_charts_around_inf_and_nan():
+    # A diverging model: `run` records inf/-inf/nan as the worker printed them, in the step and the value
+    # column; report used to crash (SIGSEGV) on the first inf. Now: exit 0, the finite points charted,
+    # the skipped rows counted on stderr and in the chart.
+    script = ('echo "@ddp-metric step=1 loss=4"; echo "@ddp-metric step=2 loss=inf"; '
+              'echo "@ddp-metric step=inf loss=3"; echo "@ddp-metric step=3 loss=-inf"; '
+              'echo "@ddp-metric step=-inf loss=2"; echo "@ddp-metric step=nan loss=2"; '
+              'echo "@ddp-metric step=4 loss=nan"; echo "@ddp-metric step=5 loss=1"')
+    with tempfile.TemporaryDirectory() as d:
+        run_dir = os.path.join(d, "diverged")
+        r = run("--run-dir", run_dir, *sh(script))
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        steps = [x["step"].lower() for x in rows(run_dir) if x["name"] == "loss"]
+        values = [x["value"].lower() for x in rows(run_dir) if x["name"] == "loss"]
+        check({"inf", "-inf", "nan"} <= set(steps) and {"inf", "-inf", "nan"} <= set(values),
+              f"run did not record the non-finite numbers: steps {steps} values {values}")
+        for extra in ([], ["--x", "time"], ["--log-y"]):
+            out = os.path.join(d, "chart.svg")
+            rep = subprocess.run([DDP_LAUNCH, "report", run_dir, "--out", out, *extra], capture_output=True, text=True,
+                                 timeout=30)
+            check(rep.returncode == 0, f"report {extra}: exit {rep.returncode}: {rep.stderr}")
+            check("diverged: 6 rows with an inf or nan" in rep.stderr, f"report {extra}: no count of skipped rows: "
+                  f"{rep.stderr}")
+            row = next(line for line in rep.stdout.splitlines() if line.startswith("diverged"))
+            check(row.split()[1:5] == ["1", "5", "4", "1"], f"summary of the finite points: {row}")
+            root = ET.parse(out).getroot()
+            curves = [p for p in root.iter(SVG + "path") if p.get("class") == "curve"]
+            check(len(curves) == 1 and curves[0].get("d").count("L") == 1, f"{extra}: curve {curves}")
+            skipped = [t.text for t in root.iter(SVG + "text") if t.get("class") == "skipped"]
+            check(skipped == ["6 non-finite values (inf, nan) not drawn"], f"{extra}: chart note {skipped}")
+
+
 def test_temporary_run_dir_kept_only_with_metrics():
     r = run("--rdzv-id", "metricskeep", *sh('echo "@ddp-metric step=1 loss=1"'))
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
@@ -196,5 +228,6 @@ run_tests([
     test_bad_batch_and_bad_metric_are_usage_errors,
     test_metric_lines_and_patterns_to_csv_and_report,
     test_report_png_through_rsvg_convert,
+    test_report_charts_around_inf_and_nan,
     test_temporary_run_dir_kept_only_with_metrics,
 ])

@@ -62,6 +62,21 @@ def test_stale_file_is_removed_by_path_and_by_url():
             check(not os.path.exists(path), f"{path} is still there")
 
 
+def test_non_ascii_path_is_found_and_printed_as_given():
+    # Issue 25, 3.8: a path with é and 中 reached clean as the ANSI code page's '?' and was "absent";
+    # its name is printed as UTF-8, as given.
+    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}  # Wine's Unix names: UTF-8
+    with tempfile.TemporaryDirectory(prefix="ddp-win-José-") as tmp:
+        path = os.path.join(tmp, "store-é中")
+        write_file(path, killed_rendezvous_bytes())
+        r = run_exe("clean", "--dry-run", windows_path(path), env=env, encoding="utf-8", errors="replace")
+        check(r.returncode == 0 and "verdict: stale" in r.stdout, f"exit {r.returncode}: {r.stdout} {r.stderr}")
+        check(f"{windows_path(path)}: c10d FileStore" in r.stdout, f"the name is not printed as given: {r.stdout}")
+        r = run_exe("clean", url(path), env=env, encoding="utf-8", errors="replace")
+        check(r.returncode == 0 and "removed" in r.stdout, f"exit {r.returncode}: {r.stdout} {r.stderr}")
+        check(not os.path.exists(path), f"{path} is still there")
+
+
 def test_orphaned_holder_is_diagnosed_then_ended_with_force():
     with tempfile.TemporaryDirectory(prefix="ddp-win-fs-") as tmp:
         path = os.path.join(tmp, "rdzv")
@@ -137,6 +152,7 @@ def test_run_refuses_a_filestore_held_by_a_dead_run():
 
 run_tests([
     test_stale_file_is_removed_by_path_and_by_url,
+    test_non_ascii_path_is_found_and_printed_as_given,
     test_orphaned_holder_is_diagnosed_then_ended_with_force,
     test_live_holder_is_never_ended,
     test_holder_nothing_names_makes_the_removal_fail_clearly,

@@ -150,7 +150,22 @@ def test_ctrl_c_stops_the_group_and_exits_130():
                 proc.kill()
 
 
+def test_non_ascii_arguments_reach_the_worker():
+    # Issue 25, 3.8: main's argv holds the ANSI code page's text ('?' for 中, é as one byte that is
+    # not UTF-8), so cmd.exe got `type …\?.txt`. The arguments now come from the UTF-16 command line.
+    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}  # Wine's Unix names: UTF-8
+    with tempfile.TemporaryDirectory(prefix="ddp-win-José-") as tmp:
+        name = os.path.join(tmp, "é中.txt")
+        with open(name, "w", encoding="utf-8") as f:
+            f.write("read through a non-ASCII name\n")
+        r = run_exe("run", "--no-python", "cmd.exe", "/c", "type", windows_path(name), timeout=120, env=env,
+                    encoding="utf-8", errors="replace")
+        check(r.returncode == 0, f"exit {r.returncode}; stdout: {r.stdout} stderr: {r.stderr}")
+        check("[rank 0]: read through a non-ASCII name" in r.stdout, f"cmd.exe did not read {name}: {r.stdout}")
+
+
 run_tests([
+    test_non_ascii_arguments_reach_the_worker,
     test_each_rank_gets_torchruns_environment,
     test_placeholders_are_filled_in_per_rank,
     test_failing_rank_is_named_and_the_others_are_stopped,

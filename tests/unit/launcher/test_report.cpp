@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -186,4 +188,61 @@ TEST_CASE("--x time starts the clock at run.json's start; a rank's latest report
   CHECK(r.time_curve[0].first == doctest::Approx(5));  // step 1 at 100
   CHECK(r.time_curve[1].first == doctest::Approx(7));  // step 2: attempt 1's report at 102
   CHECK(r.time_curve[2].first == doctest::Approx(8));
+}
+
+TEST_CASE("inf, -inf and nan in the step or the value are skipped and counted; the chart is drawn around them") {
+  const char* csv =
+      "time,attempt,rank,step,name,value\n"
+      "1,0,0,1,loss,4\n"
+      "2,0,0,2,loss,inf\n"
+      "3,0,0,inf,loss,3\n"
+      "4,0,0,3,loss,-inf\n"
+      "5,0,0,-inf,loss,2\n"
+      "6,0,0,nan,loss,2\n"
+      "7,0,0,4,loss,nan\n"
+      "8,0,0,5,loss,1\n"
+      "9,0,0,,gpu_util,inf\n"  // not charted: not counted
+      "9,0,0,5,samples_per_s,inf\n";
+  auto r = summarize_run(csv, nullptr, "diverged");
+  CHECK(r.skipped_non_finite == 7);
+  REQUIRE(r.curve.size() == 2);
+  CHECK(r.curve[0] == std::pair{1.0, 4.0});
+  CHECK(r.curve[1] == std::pair{5.0, 1.0});
+  CHECK(*r.steps == 5);
+  CHECK_FALSE(r.samples_per_s);
+  for (auto x : {ChartX::Step, ChartX::Time}) {
+    for (bool log_y : {false, true}) {
+      auto svg = render_chart_svg({r}, "loss", {x, log_y});
+      auto pts = curve_points(svg);
+      REQUIRE(pts.size() == 1);
+      CHECK(pts[0].size() == 2);
+      CHECK(texts_of(svg, "skipped") == std::vector<std::string>{"7 non-finite values (inf, nan) not drawn"});
+    }
+  }
+  // Only non-finite points: no curve, still a chart.
+  auto none = summarize_run("1,0,0,inf,loss,1\n2,0,0,1,loss,-inf\n", nullptr, "all-bad");
+  CHECK(none.curve.empty());
+  CHECK(none.skipped_non_finite == 2);
+  CHECK_NOTHROW(render_chart_svg({none}));
+}
+
+TEST_CASE("values at the edge of the double range: ±1e308 averaged and charted without overflow") {
+  auto r = summarize_run(
+      "1,0,0,1,loss,1e308\n1,0,1,1,loss,1e308\n2,0,0,2,loss,-1e308\n2,0,1,2,loss,-1e308\n"
+      "3,0,0,1e308,loss,0\n",
+      nullptr, "edge");
+  REQUIRE(r.curve.size() == 3);
+  CHECK(r.curve[0].second == 1e308);
+  CHECK(r.curve[1].second == -1e308);
+  auto pts = curve_points(render_chart_svg({r}));
+  REQUIRE(pts.size() == 1);
+  REQUIRE(pts[0].size() == 3);
+  for (auto [x, y] : pts[0]) {
+    CHECK(std::isfinite(x));
+    CHECK(std::isfinite(y));
+  }
+  CHECK(pts[0][0].second < pts[0][2].second);  // 1e308 above 0 above -1e308 (pixel y grows downwards)
+  CHECK(pts[0][2].second < pts[0][1].second);
+  CHECK_FALSE(nice_ticks(-1e308, 1e308).empty());
+  CHECK(nice_ticks(0, std::numeric_limits<double>::infinity()).empty());
 }

@@ -18,6 +18,35 @@ TEST_CASE("the chart's points: x is the value's position, every rank and metric"
   CHECK(metrics_frame(json::object(), 10)["names"].empty());
 }
 
+TEST_CASE("the chart's x is the value's step when every series has increasing steps, as report draws it") {
+  json m = {{"ranks", {{"0", {{"loss", {2.0, 1.5, 1.0}}, {"step", {0, 10, 20}}}}, {"1", {{"loss", {2.1, 1.6}}}}}},
+            {"steps", {{"0", {{"loss", {0, 10, 20}}, {"step", {0, 10, 20}}}}, {"1", {{"loss", {0, 10}}}}}}};
+  auto f = metrics_frame(m, 100);
+  CHECK(f["x"] == "step");
+  CHECK(f["names"] == json({"loss"}));  // the step is the x axis, not a metric to pick
+  CHECK(f["ranks"]["0"]["loss"]["x"] == json({0, 10, 20}));
+  CHECK(f["ranks"]["0"]["loss"]["y"] == json({2.0, 1.5, 1.0}));
+  CHECK(f["ranks"]["1"]["loss"]["x"] == json({0, 10}));
+  // Thinned: the kept values keep their own steps.
+  auto thin = metrics_frame(m, 2);
+  CHECK(thin["ranks"]["0"]["loss"]["x"] == json({0, 20}));
+  CHECK(thin["ranks"]["0"]["loss"]["y"] == json({2.0, 1.0}));
+
+  // A step that goes back (per-epoch batch indices), one missing or of the wrong length: every
+  // series by position, and the frame says so.
+  for (const json& bad : {json{0, 10, 5}, json{0, nullptr, 20}, json{0, 10}, json{0, 10, 10}}) {
+    json b = m;
+    b["steps"]["0"]["loss"] = bad;
+    auto g = metrics_frame(b, 100);
+    CHECK(g["x"] == "index");
+    CHECK(g["ranks"]["0"]["loss"]["x"] == json({1, 2, 3}));
+    CHECK(g["ranks"]["1"]["loss"]["x"] == json({1, 2}));
+  }
+  CHECK(metrics_frame({{"ranks", {{"0", {{"loss", {1.0}}}}}}}, 100)["x"] == "index");  // no steps at all
+  CHECK(metrics_frame({{"ranks", {{"0", {{"step", {1.0}}}}}}, {"steps", {{"0", {{"step", {1.0}}}}}}}, 100)["names"] ==
+        json({"step"}));  // a step alone is still shown
+}
+
 TEST_CASE("a long series is thinned evenly, its first and last values kept") {
   json values = json::array();
   for (int i = 0; i < 10001; ++i) values.push_back(i);
