@@ -10,6 +10,7 @@
 
 #include "common/clock.hpp"
 #include "common/env_contract.hpp"
+#include "common/json_bytes.hpp"
 #include "launcher/supervisor.hpp"
 
 namespace ddp::launcher {
@@ -26,16 +27,14 @@ std::optional<std::string> cuda_visible_devices(const SupervisorConfig& c) {
 }
 
 nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAssignment>& plan) {
-  nlohmann::json j{{"run_id", c.run_id},
-                   {"world_size", plan.empty() ? 0 : plan.front().world_size},
-                   {"nnodes", c.plan.nnodes},
-                   {"nproc_per_node", c.plan.nproc_per_node},
-                   {"node_rank", c.plan.node_rank},
-                   {"command", c.worker_argv}};
+  nlohmann::json j{
+      {"run_id", bytes_to_json(c.run_id)}, {"world_size", plan.empty() ? 0 : plan.front().world_size},
+      {"nnodes", c.plan.nnodes},           {"nproc_per_node", c.plan.nproc_per_node},
+      {"node_rank", c.plan.node_rank},     {"command", bytes_to_json(c.worker_argv)}};  // bytes: json_bytes.hpp
   for (auto [key, name] : {std::pair{"global_batch", env::kGlobalBatch},
                            std::pair{"per_rank_batch", env::kPerRankBatch}, std::pair{"lr_scale", env::kLrScale}}) {
     auto it = c.base_env.find(std::string(name));
-    if (it != c.base_env.end()) j[key] = it->second;
+    if (it != c.base_env.end()) j[key] = bytes_to_json(it->second);
   }
   return j;
 }
@@ -79,7 +78,9 @@ bool MetricsRecorder::finish(nlohmann::json outcome, bool temporary_run_dir) {
   run_info_.update(outcome);
   auto path = run_dir_ / "run.json";
   std::ofstream out(path);
-  out << run_info_.dump(2) << '\n';
+  // argv and env are bytes_to_json's already; the outcome's texts (worker output among them) are
+  // shown, not read back: a byte that is no UTF-8 there is written as U+FFFD rather than failing.
+  out << run_info_.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   if (!out) spdlog::warn("cannot write {}", path.string());
   return !temporary_run_dir || worker_rows_ > 0;
 }
