@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
 #include <type_traits>
+
+#include "common/json_bytes.hpp"
 
 namespace ddp::events {
 
@@ -15,20 +18,38 @@ struct IsOptional : std::false_type {};
 template <class T>
 struct IsOptional<std::optional<T>> : std::true_type {};
 
+// The fields that hold paths or the run id: bytes the user chose, written as json_bytes.hpp
+// writes them, so that one that is not UTF-8 round-trips instead of becoming U+FFFD. Free text (a
+// worker's error, a reason) stays a string, its bad bytes replaced.
+bool bytes_field(std::string_view name) {
+  for (std::string_view f : {"run_id", "filestore", "run_dir", "log_dir", "cgroup", "path", "stacks_file"}) {
+    if (name == f) return true;
+  }
+  return false;
+}
+
+template <class T>
+json field_json(const char* name, const T& value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (bytes_field(name)) return bytes_to_json(value);
+  }
+  return json(value);
+}
+
 // Writes each field into `out`; an empty optional as null (or not at all: omit_empty).
 struct Writer {
   json& out;
   template <class T>
   void operator()(const char* name, const T& value) const {
     if constexpr (IsOptional<T>::value) {
-      out[name] = value ? json(*value) : json(nullptr);
+      out[name] = value ? field_json(name, *value) : json(nullptr);
     } else {
-      out[name] = value;
+      out[name] = field_json(name, value);
     }
   }
   template <class T>
   void omit_empty(const char* name, const std::optional<T>& value) const {
-    if (value) out[name] = *value;
+    if (value) out[name] = field_json(name, *value);
   }
   template <class T>
   void added(const char* name, const T& value) const {
@@ -52,9 +73,17 @@ struct Reader {
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         if (!value.is_number_integer()) fail(name, fmt::format("is not an integer: {}", value.dump()));
       }
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (bytes_field(name)) {
+          out = bytes_from_json(value);
+          return;
+        }
+      }
       value.get_to(out);
     } catch (const json::exception& e) {
       fail(name, fmt::format("has the wrong type ({}): {}", e.what(), value.dump()));
+    } catch (const std::invalid_argument& e) {
+      fail(name, fmt::format("has the wrong type ({})", e.what()));
     }
   }
   template <class T>

@@ -45,8 +45,15 @@ ApiReply ApiClient::request(std::string_view method, std::string_view target, st
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = std::move(body);
   req.prepare_payload();
+  boost::system::error_code write_error;
   try {
-    http::write(impl_->socket, req);
+    // A daemon that refuses a request early (413: a body over its limit) answers and hangs up
+    // while the body is still being sent: the write fails with "Broken pipe", but its answer,
+    // which says why, is there to read.
+    http::write(impl_->socket, req, write_error);
+    if (write_error && write_error != asio::error::broken_pipe && write_error != asio::error::connection_reset) {
+      throw boost::system::system_error(write_error);
+    }
     http::response_parser<http::string_body> parser;
     parser.body_limit(256u << 20);
     http::read(impl_->socket, impl_->buffer, parser);
@@ -54,7 +61,7 @@ ApiReply ApiClient::request(std::string_view method, std::string_view target, st
     return {static_cast<int>(res.result_int()), std::move(res.body())};
   } catch (const boost::system::system_error& e) {
     throw Error(fmt::format("the daemon on {} broke off the request {} {}: {}", socket_.string(), method, target,
-                            e.code().message()));
+                            (write_error ? write_error : e.code()).message()));
   }
 }
 

@@ -125,7 +125,7 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     if (ec == http::error::body_limit) {
       return send(error_response(413, fmt::format("request body over {} bytes: a job file is much smaller than that",
                                                   kMaxRequestBody)),
-                  true);
+                  true, /*linger=*/true);
     }
     if (ec == http::error::header_limit) return send(error_response(431, "request headers over 16 KiB"), true);
     if (ec) return send(error_response(400, "malformed HTTP request: " + ec.message()), true);
@@ -219,7 +219,9 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     send(std::move(res), close_after);
   }
 
-  void send(Response res, bool close_after) {
+  // linger: the client may still be sending the request's body (413): read and drop it for a
+  // while after the answer (linger_then_close) instead of closing at once.
+  void send(Response res, bool close_after, bool linger = false) {
     res.keep_alive(!close_after);
     res.set(http::field::server, "ddp-launch");
     dashboard::harden(res);
@@ -231,10 +233,34 @@ class Session : public std::enable_shared_from_this<Session<Socket>> {
     }
     auto sp = std::make_shared<Response>(std::move(res));
     http::async_write(socket_, *sp,
-                      [self = this->shared_from_this(), sp, close_after](beast::error_code ec, std::size_t) {
-                        if (ec || close_after) return self->close();
+                      [self = this->shared_from_this(), sp, close_after, linger](beast::error_code ec, std::size_t) {
+                        if (ec) return self->close();
+                        if (close_after) return linger ? self->linger_then_close() : self->close();
                         self->read_request();
                       });
+  }
+
+  // After an early answer to a client still sending its body (413): stop sending, then read and
+  // drop what it sends for up to kLinger before closing. Closing at once failed the client's write
+  // ("Broken pipe") before it read the answer, and over TCP the reset could discard the answer.
+  static constexpr auto kLinger = std::chrono::seconds(2);
+  void linger_then_close() {
+    boost::system::error_code ec;
+    socket_.shutdown(Socket::shutdown_send, ec);
+    idle_.expires_after(kLinger);
+    idle_.async_wait([weak = this->weak_from_this()](boost::system::error_code e) {
+      if (e) return;
+      if (auto self = weak.lock()) self->close();
+    });
+    drain();
+  }
+  void drain() {
+    auto chunk = std::make_shared<std::array<char, 64 * 1024>>();
+    socket_.async_read_some(asio::buffer(*chunk),
+                            [self = this->shared_from_this(), chunk](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();  // the client is done (EOF), or the linger timer closed it
+                              self->drain();
+                            });
   }
 
   // --- log follow: chunked text/plain until the job is over ----------------------------------

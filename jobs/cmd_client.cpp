@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "jobs/api_client.hpp"
+#include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"
 #include "jobs/dashboard/session.hpp"
@@ -73,10 +74,19 @@ Command add_submit_command(CLI::App& app) {
   return {sub, [=]() -> int {
             std::ifstream in(*file, std::ios::binary);
             if (!in) throw UsageError(fmt::format("cannot read the job file {}", *file));
-            std::stringstream ss;
-            ss << in.rdbuf();
+            // The daemon's limit, said here: sending 50 MB only to have the daemon hang up gave
+            // "Broken pipe". Read one byte past it (a FIFO or /dev/zero has no size to ask first).
+            std::string text(jobs::kMaxRequestBody + 1, '\0');
+            in.read(text.data(), static_cast<std::streamsize>(text.size()));
+            text.resize(static_cast<std::size_t>(in.gcount()));
+            if (text.size() > jobs::kMaxRequestBody) {
+              throw UsageError(
+                  fmt::format("{} is over {} bytes (1 MiB), the most the daemon takes for a job file (a "
+                              "job file is a few KiB): is it the right file?",
+                              *file, jobs::kMaxRequestBody));
+            }
             jobs::ApiClient client(socket_of(*socket));
-            auto r = client.request("POST", "/v1/jobs", ss.str(), {{"X-Ddp-File", *file}});
+            auto r = client.request("POST", "/v1/jobs", std::move(text), {{"X-Ddp-File", *file}});
             auto body = checked(r);
             if (*as_json) {
               std::cout << body.dump(2) << "\n";

@@ -195,8 +195,8 @@ void read_distributed(Reader& r, const YAML::Node& n, JobSpec& spec) {
              [&](const YAML::Node& v) {
                if (v.IsScalar() && (v.Scalar() == "auto" || v.Scalar() == "off")) {
                  d.hang_timeout = v.Scalar();
-               } else if (auto x = r.duration(v, "distributed.hang_timeout (auto, off or a duration)",
-                                             kHangTimeoutRange)) {
+               } else if (auto x =
+                              r.duration(v, "distributed.hang_timeout (auto, off or a duration)", kHangTimeoutRange)) {
                  d.hang_timeout = format_seconds(*x);
                }
              }},
@@ -404,7 +404,9 @@ YAML::Node load_document(std::string_view yaml, const std::string& file) {
   }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml));
+    const std::string text(yaml);
+    if (auto p = structure_problem(text)) throw JobSpecError(file, {*p});
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw JobSpecError(file, {{e.mark.line + 1, e.mark.column + 1, "not valid YAML: " + e.msg}});
   }

@@ -1,5 +1,10 @@
 #include "jobs/spec_reader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include <sstream>
+
 namespace ddp::jobs {
 
 const char* kind_name(const YAML::Node& n) {
@@ -42,6 +47,75 @@ void check_keys_and_scalars(const YAML::Node& node, std::vector<SpecProblem>& pr
       }
     }
   }
+}
+
+namespace {
+
+// Stops at the first anchor, alias or over-deep collection (StructureFound).
+class StructureCheck : public YAML::EventHandler {
+ public:
+  struct StructureFound {
+    SpecProblem problem;
+  };
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { anchored(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    found(mark,
+          "an alias (*name): a job file takes no anchors or aliases (they can loop or expand without end); "
+          "write the value out where it is used");
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    anchored(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  [[noreturn]] static void found(const YAML::Mark& mark, std::string message) {
+    throw StructureFound{
+        {mark.is_null() ? 0 : mark.line + 1, mark.is_null() ? 0 : mark.column + 1, std::move(message)}};
+  }
+  static void anchored(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) {
+      found(mark,
+            "an anchor (&name): a job file takes no anchors or aliases (they can loop or expand without end); "
+            "write the value out where it is used");
+    }
+  }
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    anchored(mark, anchor);
+    if (++depth_ > kMaxJobNesting) {
+      found(mark, fmt::format("lists and mappings nested more than {} deep: no job file needs that; is this the "
+                              "right file?",
+                              kMaxJobNesting));
+    }
+  }
+
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::optional<SpecProblem> structure_problem(const std::string& yaml) {
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  StructureCheck check;
+  try {
+    parser.HandleNextDocument(check);
+  } catch (const StructureCheck::StructureFound& f) {
+    return f.problem;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ddp::jobs

@@ -170,4 +170,12 @@ SpecProblem problem_at(std::string_view text, std::size_t offset, std::string me
 // value (it would cut an argv item, a variable or a name short where the job runs).
 void check_keys_and_scalars(const YAML::Node& node, std::vector<SpecProblem>& problems);
 
+// What a job file must not hold before yaml-cpp builds its node tree: an anchor or an alias
+// (`&a`, `*a`: an alias may point at its own parent, a cycle every walk of the tree follows forever,
+// and nested aliases expand exponentially, "billion laughs"), or nesting deeper than any job file
+// needs (kMaxJobNesting). Read with yaml-cpp's event parser, which reports an alias once, unexpanded.
+// The first such place, or nullopt.
+inline constexpr int kMaxJobNesting = 32;
+std::optional<SpecProblem> structure_problem(const std::string& yaml);
+
 }  // namespace ddp::jobs

@@ -1,6 +1,8 @@
 #pragma once
 // File operations whose POSIX and Windows forms differ.
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace ddp::platform {
@@ -20,5 +22,19 @@ bool write_private_file(const std::filesystem::path& path, const std::string& co
 // Linux-only for now, issue 27): Failed.
 enum class ProcessLock { Held, Busy, Failed };
 ProcessLock lock_for_process_lifetime(const std::filesystem::path& path, std::string& error);
+
+// A file that another user could have written: one this process must not act on.
+class ForeignFile : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The content of `path` when it is this user's own: a regular file (no link, no FIFO) owned by this
+// process's user, in a directory owned by this user or by root (a shared temporary directory), so
+// that no other local user can have planted or replaced it. nullopt when there is no such file;
+// ForeignFile naming the owner when it is someone else's. POSIX: the opened file's and its
+// directory's owner uid against geteuid(). Windows: the opened file's owner SID against this
+// process's user (or the Administrators group, the owner of what an elevated process creates).
+std::optional<std::string> read_own_file(const std::filesystem::path& path);
 
 }  // namespace ddp::platform

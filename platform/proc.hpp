@@ -23,18 +23,22 @@ struct ProcessInfo {
 // What the OS says about a live process (Linux: /proc/<pid>/stat). start_time (Linux: field 22,
 // clock ticks since boot; Windows: the creation time in 100 ns units since 1601) with the pid is an
 // identity that survives pid reuse. Windows has no readable process group or session: both are 0.
+// same_user: it runs as this process's user (Linux: its real uid is our real uid; Windows: its
+// token's user is ours); a process of another user is never one of this run's to signal.
 struct ProcStat {
   pid_t ppid = 0;
   pid_t pgid = 0;
   pid_t sid = 0;
   std::uint64_t start_time = 0;
+  bool same_user = false;
 };
 
 // nullopt when the process is gone, a zombie, or its stat unreadable.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
 
 // Ends process `pid` (SIGKILL; Windows: TerminateProcess) when it still runs with this start time
-// (read_proc_stat's): a pid the OS gave to another process since is left alone. True when it was ended.
+// (read_proc_stat's) as this user: a pid the OS gave to another process since, or another user's
+// process, is left alone. True when it was ended.
 bool terminate_process(pid_t pid, std::uint64_t start_time);
 
 // Why `pid` is an orphan — the process that started it is gone, as happens to the workers of a

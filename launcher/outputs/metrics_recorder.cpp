@@ -10,6 +10,7 @@
 
 #include "common/clock.hpp"
 #include "common/env_contract.hpp"
+#include "common/json_bytes.hpp"
 
 namespace ddp::launcher {
 
@@ -58,7 +59,9 @@ bool MetricsRecorder::finish(nlohmann::json outcome, bool temporary_run_dir) {
   run_info_.update(outcome);
   auto path = run_dir_ / "run.json";
   std::ofstream out(path);
-  out << run_info_.dump(2) << '\n';
+  // argv and env are bytes_to_json's already; the outcome's texts (worker output among them) are
+  // shown, not read back: a byte that is no UTF-8 there is written as U+FFFD rather than failing.
+  out << run_info_.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   if (!out) spdlog::warn("cannot write {}", path.string());
   return !temporary_run_dir || worker_rows_ > 0;
 }

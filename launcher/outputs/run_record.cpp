@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "platform/files.hpp"
 #include "platform/host.hpp"
 
 namespace fs = std::filesystem;
@@ -16,13 +17,13 @@ namespace fs = std::filesystem;
 namespace ddp::launcher {
 namespace {
 
-// The record at `path`; nullopt when there is none. Throws std::exception on text that is no record.
+// The record at `path`; nullopt when there is none. Throws platform::ForeignFile on one this user
+// did not write (platform::read_own_file: another local user can plant a file in the temporary
+// directory naming any process), std::exception on text that is no record.
 std::optional<RunRecordContent> read_run_record(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_run_record(text.str());
+  auto text = platform::read_own_file(path);
+  if (!text) return std::nullopt;
+  return parse_run_record(*text);
 }
 
 }  // namespace
@@ -48,6 +49,9 @@ std::optional<SweptPredecessor> RunRecord::sweep(const fs::path& record) {
     auto read = read_run_record(record);
     if (!read) return std::nullopt;
     r = std::move(*read);
+  } catch (const platform::ForeignFile& e) {
+    spdlog::warn("not acting on {} (no process it names is signalled; remove it if it is yours)", e.what());
+    return std::nullopt;
   } catch (const std::exception& e) {
     spdlog::warn("ignoring unreadable {}: {}", record.string(), e.what());
     return std::nullopt;
@@ -104,6 +108,8 @@ std::vector<proc::ProcessInfo> dead_run_workers(const fs::path& file, const std:
       for (const auto& w : dead_run_workers_of(*record, proc::read_proc_stat, same_file)) {
         out.push_back({w.pid, proc::cmdline(w.pid)});
       }
+    } catch (const platform::ForeignFile& e) {
+      spdlog::warn("not reading {} (no process it names counts as a worker of a dead run)", e.what());
     } catch (const std::exception&) {
       // not a record of ours, or one being written: nothing to learn from it
     }

@@ -82,16 +82,19 @@ enum class RecordOwner {
 RecordOwner record_owner(const RunRecordContent& record, pid_t self, const RunRecordPaths& paths,
                          const ProcStatLookup& lookup);
 
-// What to kill of one recorded worker: its whole group when its leader is provably it, else the
-// members of its (leaderless) group that started after it. Workers lead their own groups; a record
-// that says otherwise (or pid ≤ 1, no start time) is skipped.
+// What to kill of one recorded worker: its whole group when its leader is provably it (pid, start
+// time, group and user match), else the members of its (leaderless) group that started after it
+// and run as this user. Workers lead their own groups; a record that says otherwise (or pid ≤ 1, no
+// start time) is skipped; a live pid that is not the recorded worker goes to `spared` (reported).
 struct SweepStep {
   pid_t pgid = 0;
   std::uint64_t start_time = 0;
   bool leader_alive = false;  // true: kill(-pgid); false: members_to_sweep over /proc
 };
-std::vector<SweepStep> plan_sweep(const RunRecordContent& record, const ProcStatLookup& lookup);
-// The processes (pid, stat) in group `step.pgid` that started at or after the recorded leader.
+std::vector<SweepStep> plan_sweep(const RunRecordContent& record, const ProcStatLookup& lookup,
+                                  std::vector<pid_t>* spared = nullptr);
+// The processes (pid, stat) in group `step.pgid` that started at or after the recorded leader and
+// run as this user.
 std::vector<pid_t> members_to_sweep(const SweepStep& step,
                                     const std::vector<std::pair<pid_t, proc::ProcStat>>& processes);
 
@@ -130,7 +133,7 @@ RecordedProcess recorded_process(pid_t pid);
 
 // --- pure ---
 // Whether a record's supervisor is gone (`lookup` finds no process with its pid and start time), and
-// its workers that still run (pid and start time match), when the record names `filestore` among its
+// its workers that still run (pid, start time and user match), when the record names `filestore` among its
 // FileStores (compared as given and as `same_file` decides).
 std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record, const ProcStatLookup& lookup,
                                                  const std::function<bool(const std::string&)>& names_filestore);
@@ -138,7 +141,7 @@ std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record,
 // --- the shell ---
 // The live workers of dead runs whose records (processes.json in `dirs` and their ddp-launch-*
 // subdirectories, and the run id records there: the temporary directory, a --log-dir) name the
-// FileStore `file`.
+// FileStore `file`. Only this user's records count (platform::read_own_file); others are reported.
 std::vector<proc::ProcessInfo> dead_run_workers(const std::filesystem::path& file,
                                                 const std::vector<std::filesystem::path>& dirs);
 

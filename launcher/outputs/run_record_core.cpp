@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/json_bytes.hpp"
 #include "launcher/outputs/run_record.hpp"
 
 namespace fs = std::filesystem;
@@ -29,13 +30,14 @@ RecordedProcess entry_of(const json& e) {
 }  // namespace
 
 std::string run_record_text(const RunRecordContent& record) {
+  // Paths are bytes (json_bytes.hpp): a FileStore named by a non-UTF-8 argv item round-trips.
   json cgroup_dirs = json::array();
-  for (const auto& d : record.cgroups) cgroup_dirs.push_back(d.string());
+  for (const auto& d : record.cgroups) cgroup_dirs.push_back(bytes_to_json(d.string()));
   json j{{"supervisor", entry_json(record.supervisor)},
          {"guardian", entry_json(record.guardian)},
          {"attempt", record.attempt},
          {"cgroups", cgroup_dirs},
-         {"filestores", record.filestores},
+         {"filestores", bytes_to_json(record.filestores)},
          {"workers", json::array()}};
   for (const auto& w : record.workers) {
     auto e = entry_json(w);
@@ -52,8 +54,8 @@ RunRecordContent parse_run_record(std::string_view text) {
   r.supervisor = entry_of(j.value("supervisor", json::object()));
   r.guardian = entry_of(j.value("guardian", json::object()));
   r.attempt = j.value("attempt", 0);
-  for (const auto& c : j.value("cgroups", json::array())) r.cgroups.emplace_back(c.get<std::string>());
-  for (const auto& f : j.value("filestores", json::array())) r.filestores.push_back(f.get<std::string>());
+  for (const auto& c : j.value("cgroups", json::array())) r.cgroups.emplace_back(bytes_from_json(c));
+  for (const auto& f : j.value("filestores", json::array())) r.filestores.push_back(bytes_from_json(f));
   for (const auto& w : j.value("workers", json::array())) r.workers.push_back(entry_of(w));
   return r;
 }
@@ -66,7 +68,7 @@ std::vector<RecordedProcess> dead_run_workers_of(const RunRecordContent& record,
   if (record.supervisor.pid <= 0 || (sup && sup->start_time == record.supervisor.start_time)) return out;  // alive
   for (const auto& w : record.workers) {
     auto st = w.pid > 0 ? lookup(w.pid) : std::nullopt;
-    if (st && st->start_time == w.start_time && w.start_time != 0) out.push_back(w);
+    if (st && st->start_time == w.start_time && w.start_time != 0 && st->same_user) out.push_back(w);
   }
   return out;
 }
@@ -99,13 +101,18 @@ RecordOwner record_owner(const RunRecordContent& record, pid_t self, const RunRe
   return RecordOwner::Conflict;
 }
 
-std::vector<SweepStep> plan_sweep(const RunRecordContent& record, const ProcStatLookup& lookup) {
+std::vector<SweepStep> plan_sweep(const RunRecordContent& record, const ProcStatLookup& lookup,
+                                  std::vector<pid_t>* spared) {
   std::vector<SweepStep> steps;
   for (const auto& w : record.workers) {
     if (w.pid <= 1 || w.pgid != w.pid || w.start_time == 0) continue;  // our workers lead their own groups
     SweepStep step{w.pgid, w.start_time, false};
     if (auto st = lookup(w.pid)) {
-      if (st->start_time != w.start_time || st->pgid != w.pgid) continue;  // the pid was reused: not ours
+      // The pid was reused, or it is another user's process: not this run's.
+      if (st->start_time != w.start_time || st->pgid != w.pgid || !st->same_user) {
+        if (spared) spared->push_back(w.pid);
+        continue;
+      }
       step.leader_alive = true;
     }
     steps.push_back(step);
@@ -117,7 +124,7 @@ std::vector<pid_t> members_to_sweep(const SweepStep& step,
                                     const std::vector<std::pair<pid_t, proc::ProcStat>>& processes) {
   std::vector<pid_t> out;
   for (const auto& [pid, st] : processes) {
-    if (st.pgid == step.pgid && st.start_time >= step.start_time) out.push_back(pid);
+    if (st.pgid == step.pgid && st.start_time >= step.start_time && st.same_user) out.push_back(pid);
   }
   return out;
 }

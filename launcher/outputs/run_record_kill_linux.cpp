@@ -1,4 +1,5 @@
 // launcher/outputs/run_record.hpp's kill_recorded on Linux: process groups, their leaderless members, cgroups.
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -29,7 +30,8 @@ std::vector<std::pair<pid_t, proc::ProcStat>> all_processes() {
 
 std::vector<pid_t> kill_recorded(const RunRecordContent& r) {
   std::vector<pid_t> killed;
-  for (const auto& step : plan_sweep(r, proc::read_proc_stat)) {
+  std::vector<pid_t> spared;
+  for (const auto& step : plan_sweep(r, proc::read_proc_stat, &spared)) {
     if (step.leader_alive) {
       ::kill(-step.pgid, SIGKILL);
       killed.push_back(step.pgid);
@@ -38,6 +40,12 @@ std::vector<pid_t> kill_recorded(const RunRecordContent& r) {
     for (pid_t pid : members_to_sweep(step, all_processes())) {
       if (::kill(pid, SIGKILL) == 0) killed.push_back(pid);
     }
+  }
+  if (!spared.empty()) {
+    spdlog::warn(
+        "left pid {} alone: the record of a killed supervisor (pid {}) names it, but it is not that run's "
+        "worker (another start time, group or user)",
+        fmt::join(spared, ", pid "), r.supervisor.pid);
   }
   if (kill_and_remove_run_cgroups(r.cgroups, std::chrono::milliseconds(1000))) {
     nlohmann::json dirs = nlohmann::json::array();

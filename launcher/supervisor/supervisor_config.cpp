@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/env_contract.hpp"
+#include "common/json_bytes.hpp"
 #include "launcher/supervisor/supervisor_config.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
 
@@ -65,16 +66,14 @@ std::optional<std::string> cuda_visible_devices(const SupervisorConfig& c) {
 }
 
 nlohmann::json describe_run(const SupervisorConfig& c, const std::vector<RankAssignment>& plan) {
-  nlohmann::json j{{"run_id", c.run_id},
-                   {"world_size", plan.empty() ? 0 : plan.front().world_size},
-                   {"nnodes", c.plan.nnodes},
-                   {"nproc_per_node", c.plan.nproc_per_node},
-                   {"node_rank", c.plan.node_rank},
-                   {"command", c.worker_argv}};
+  nlohmann::json j{
+      {"run_id", bytes_to_json(c.run_id)}, {"world_size", plan.empty() ? 0 : plan.front().world_size},
+      {"nnodes", c.plan.nnodes},           {"nproc_per_node", c.plan.nproc_per_node},
+      {"node_rank", c.plan.node_rank},     {"command", bytes_to_json(c.worker_argv)}};  // bytes: json_bytes.hpp
   for (auto [key, name] : {std::pair{"global_batch", env::kGlobalBatch},
                            std::pair{"per_rank_batch", env::kPerRankBatch}, std::pair{"lr_scale", env::kLrScale}}) {
     auto it = c.base_env.find(std::string(name));
-    if (it != c.base_env.end()) j[key] = it->second;
+    if (it != c.base_env.end()) j[key] = bytes_to_json(it->second);
   }
   return j;
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +46,47 @@ ProcessLock lock_for_process_lifetime(const std::filesystem::path& path, std::st
   auto text = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 || ::write(fd, text.data(), text.size()) < 0) error = "cannot record our pid in it";
   return ProcessLock::Held;  // fd stays open (and locked) for the life of the process
+}
+
+std::optional<std::string> read_own_file(const std::filesystem::path& path) {
+  const uid_t me = ::geteuid();
+  const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  struct stat ds {};
+  if (::stat(dir.c_str(), &ds) != 0) return std::nullopt;
+  if (ds.st_uid != me && ds.st_uid != 0) {
+    throw ForeignFile(
+        fmt::format("{}: its directory belongs to uid {}, not to this user (uid {}): not acting on a "
+                    "file another user controls",
+                    path.string(), ds.st_uid, me));
+  }
+  // O_NOFOLLOW: a planted link to some other file; O_NONBLOCK: a planted FIFO must not hang the read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    if (errno == ELOOP) throw ForeignFile(fmt::format("{}: a symbolic link, not a file this run wrote", path.string()));
+    throw std::system_error(errno, std::generic_category(), "open " + path.string());
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw std::system_error(errno, std::generic_category(), "fstat " + path.string());
+  if (!S_ISREG(st.st_mode)) throw ForeignFile(fmt::format("{}: not a regular file", path.string()));
+  if (st.st_uid != me) {
+    throw ForeignFile(fmt::format("{}: owned by uid {}, not by this user (uid {}): another user may have planted it",
+                                  path.string(), st.st_uid, me));
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::system_error(errno, std::generic_category(), "read " + path.string());
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
 }
 
 }  // namespace ddp::platform

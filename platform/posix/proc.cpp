@@ -17,6 +17,23 @@ namespace fs = std::filesystem;
 
 namespace ddp::proc {
 
+namespace {
+
+// The real uid of `pid` (the first of /proc/<pid>/status's Uid: line), or nullopt.
+std::optional<uid_t> real_uid_of(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("Uid:")) continue;
+    std::istringstream fields(line.substr(4));
+    unsigned long uid = 0;
+    if (fields >> uid) return static_cast<uid_t>(uid);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
   std::ifstream in(fmt::format("/proc/{}/stat", pid));
   std::string text;
@@ -28,8 +45,13 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
   for (std::string field; rest >> field;) f.push_back(field);
   if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return std::nullopt;
   try {
-    return ProcStat{static_cast<pid_t>(std::stol(f[1])), static_cast<pid_t>(std::stol(f[2])),
-                    static_cast<pid_t>(std::stol(f[3])), std::stoull(f[19])};
+    ProcStat st;
+    st.ppid = static_cast<pid_t>(std::stol(f[1]));
+    st.pgid = static_cast<pid_t>(std::stol(f[2]));
+    st.sid = static_cast<pid_t>(std::stol(f[3]));
+    st.start_time = std::stoull(f[19]);
+    st.same_user = real_uid_of(pid) == ::getuid();
+    return st;
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -194,7 +216,7 @@ namespace ddp::proc {
 
 bool terminate_process(pid_t pid, std::uint64_t start_time) {
   auto st = read_proc_stat(pid);
-  return pid > 1 && st && st->start_time == start_time && ::kill(pid, SIGKILL) == 0;
+  return pid > 1 && st && st->start_time == start_time && st->same_user && ::kill(pid, SIGKILL) == 0;
 }
 
 }  // namespace ddp::proc

@@ -1,10 +1,14 @@
 #include "platform/files.hpp"
 
+// clang-format off
 #include <windows.h>
+#include <aclapi.h>
+// clang-format on
 
 #include <fstream>
 #include <random>
 #include <system_error>
+#include <vector>
 
 #include "platform/windows/wide.hpp"
 
@@ -38,6 +42,50 @@ bool write_private_file(const std::filesystem::path& path, const std::string& co
 ProcessLock lock_for_process_lifetime(const std::filesystem::path&, std::string& error) {
   error = "the job daemon is not on Windows yet (issue 27)";
   return ProcessLock::Failed;
+}
+
+namespace {
+
+// Whether `owner` is this process's user or the Administrators group (the owner of what an elevated
+// process creates); true where this process's user cannot be read.
+bool own_sid(PSID owner) {
+  if (IsWellKnownSid(owner, WinBuiltinAdministratorsSid)) return true;
+  HANDLE token = nullptr;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) return true;
+  win::Handle closer(token);
+  DWORD size = 0;
+  GetTokenInformation(token, TokenUser, nullptr, 0, &size);
+  std::vector<char> buf(size);
+  if (size == 0 || !GetTokenInformation(token, TokenUser, buf.data(), size, &size)) return true;
+  return EqualSid(owner, reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid) != 0;
+}
+
+}  // namespace
+
+std::optional<std::string> read_own_file(const std::filesystem::path& path) {
+  // FILE_FLAG_OPEN_REPARSE_POINT: a planted link is itself the file, not where it points.
+  win::Handle file(CreateFileW(path.wstring().c_str(), GENERIC_READ | READ_CONTROL,
+                               FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                               FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
+  if (!file) {
+    const DWORD error = GetLastError();
+    if (error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND) return std::nullopt;
+    throw std::system_error(static_cast<int>(error), std::system_category(),
+                            "open " + path.string() + ": " + win::error_text(error));
+  }
+  PSID owner = nullptr;
+  PSECURITY_DESCRIPTOR descriptor = nullptr;
+  if (GetSecurityInfo(file.get(), SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, nullptr, nullptr, nullptr,
+                      &descriptor) == ERROR_SUCCESS) {
+    const bool mine = owner == nullptr || own_sid(owner);
+    LocalFree(descriptor);
+    if (!mine) throw ForeignFile(path.string() + ": owned by another user: another user may have planted it");
+  }
+  std::string text;
+  char buf[65536];
+  DWORD n = 0;
+  while (ReadFile(file.get(), buf, sizeof buf, &n, nullptr) && n > 0) text.append(buf, n);
+  return text;
 }
 
 }  // namespace ddp::platform

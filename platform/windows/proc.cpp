@@ -15,6 +15,7 @@
 // clang-format on
 
 #include <set>
+#include <vector>
 
 #include "platform/windows/wide.hpp"
 
@@ -103,6 +104,34 @@ Handle open_for_command_line(DWORD pid) {
   return process;
 }
 
+// The user SID of a token, as bytes (empty when unreadable).
+std::vector<char> token_user(HANDLE process) {
+  HANDLE token = nullptr;
+  if (!OpenProcessToken(process, TOKEN_QUERY, &token)) return {};
+  Handle closer(token);
+  DWORD size = 0;
+  GetTokenInformation(token, TokenUser, nullptr, 0, &size);
+  std::vector<char> buf(size);
+  if (size == 0 || !GetTokenInformation(token, TokenUser, buf.data(), size, &size)) return {};
+  PSID sid = reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid;
+  const auto* bytes = static_cast<const char*>(sid);
+  return std::vector<char>(bytes, bytes + GetLengthSid(sid));
+}
+
+// Whether process `pid` runs as this process's user: false when its token cannot be read (another
+// user's process, to one without privilege). A handle of its own, with the most access it gets
+// (Wine wants PROCESS_QUERY_INFORMATION for a token; Windows takes the limited right).
+bool same_user_as_us(pid_t pid) {
+  static const std::vector<char> ours = token_user(GetCurrentProcess());
+  for (DWORD access : {DWORD{PROCESS_QUERY_INFORMATION}, DWORD{PROCESS_QUERY_LIMITED_INFORMATION}}) {
+    Handle process(OpenProcess(access, FALSE, static_cast<DWORD>(pid)));
+    if (!process) continue;
+    auto theirs = token_user(process.get());
+    if (!theirs.empty()) return !ours.empty() && theirs == ours;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
@@ -112,13 +141,14 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
   ProcStat st;
   st.ppid = parent_of(pid).value_or(0);
   st.start_time = *created;
+  st.same_user = same_user_as_us(pid);
   return st;
 }
 
 bool terminate_process(pid_t pid, std::uint64_t start_time) {
   Handle process(
       OpenProcess(PROCESS_TERMINATE | PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid)));
-  if (running_since(process) != start_time) return false;
+  if (running_since(process) != start_time || !same_user_as_us(pid)) return false;
   return TerminateProcess(process.get(), 137) != 0;  // 128 + SIGKILL, as a shell would say
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# run-in-root.sh NAME [--bind DIR]... [--overlay DIR] -- CMD [ARG...] -- run CMD inside the cached
-# chroot NAME (one of roots.sh's, built by make-root.sh) with the host's network.
+# run-in-root.sh NAME [--bind DIR]... [--overlay DIR] [--pid-namespace] -- CMD [ARG...] -- run CMD
+# inside the cached chroot NAME (one of roots.sh's, built by make-root.sh) with the host's network.
 #
 # --overlay DIR: the root is the read-only lower layer of an overlay whose changes go to
 # DIR/upper, so CMD may install packages without touching the cached root; the next run with the
@@ -16,6 +16,12 @@
 # OMP_NUM_THREADS, PYTHON*, DDP_*), plus the names listed in DDP_CHROOT_ENV. CMD runs in the
 # caller's cwd when that path exists inside (e.g. bound), otherwise in /. unshare and chroot
 # exec, so the caller's child pid is CMD itself: signals and the exit status pass straight through.
+#
+# --pid-namespace: CMD runs as the init (pid 1) of a new pid namespace, so that nothing it starts
+# outlives it: when CMD ends, or the caller is killed (SIGKILL included: unshare --kill-child),
+# the kernel ends every process left inside (a daemon a test started and did not stop). The
+# caller's child is then unshare, which waits for CMD and passes its exit status on, but not
+# signals (use it where the caller only waits, or kills).
 set -u
 
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -30,12 +36,14 @@ shift
 ROOT=${DDP_CHROOT_DIR:-$CHROOT_CACHE/$NAME}
 BINDS=()
 OVERLAY=""
+PIDNS=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --bind) [ $# -ge 2 ] || { echo "run-in-root.sh: --bind needs a directory" >&2; exit 125; }
                 BINDS+=("$(readlink -f "$2")"); shift 2 ;;
         --overlay) [ $# -ge 2 ] || { echo "run-in-root.sh: --overlay needs a directory" >&2; exit 125; }
                 OVERLAY=$(readlink -f "$2"); shift 2 ;;
+        --pid-namespace) PIDNS=1; shift ;;
         --) shift; break ;;
         *) break ;;
     esac
@@ -57,8 +65,10 @@ if [ -z "${_DDP_IN_MOUNT_NS:-}" ]; then
     BIND_ARGS=()
     for b in "${BINDS[@]}"; do BIND_ARGS+=(--bind "$b"); done
     [ -n "$OVERLAY" ] && BIND_ARGS+=(--overlay "$OVERLAY")
+    NS_ARGS=(--mount --propagation private)
+    [ -n "$PIDNS" ] && NS_ARGS+=(--pid --fork --kill-child)
     exec env _DDP_IN_MOUNT_NS=1 DDP_CHROOT_DIR="$ROOT" \
-        unshare --mount --propagation private "$HERE/run-in-root.sh" "$NAME" "${BIND_ARGS[@]}" -- "$@"
+        unshare "${NS_ARGS[@]}" "$HERE/run-in-root.sh" "$NAME" "${BIND_ARGS[@]}" -- "$@"
 fi
 
 # Now in the private namespace: mount, then hand over to CMD.

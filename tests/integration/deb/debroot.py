@@ -68,10 +68,13 @@ class Root:
         shutil.rmtree(self.overlay, ignore_errors=True)
 
     def run(self, script, timeout=120, check_rc=True, what=None):
-        """Runs `script` with bash -euo pipefail inside; returns (rc, stdout, stderr)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DDP_") or k == "DDP_CHROOT_CACHE"}
+        """Runs `script` with bash -euo pipefail inside; returns (rc, stdout, stderr). In its own pid
+        namespace: whatever it starts (a daemon) ends with it, also when it fails or times out.
+        DDP_TEST_SUITE goes in: the suite's last test finds by it what outlived its test."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("DDP_") or k in ("DDP_CHROOT_CACHE", "DDP_TEST_SUITE")}
         argv = [RUN_IN_ROOT, self.name, "--bind", SOURCE_DIR, "--bind", DEB_DIR, "--bind", self.archives,
-                "--overlay", self.overlay, "--", "/bin/bash", "-euo", "pipefail", "-c", script]
+                "--overlay", self.overlay, "--pid-namespace", "--", "/bin/bash", "-euo", "pipefail", "-c", script]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd="/")
         except subprocess.TimeoutExpired as e:

@@ -46,18 +46,32 @@ cmd=$(expand "${exec_start//\$DDP_DAEMON_ARGS/}")  # Environment=DDP_DAEMON_ARGS
 case "$cmd" in *'$'* | *%*) say "unexpanded text left in ExecStart: $cmd"; exit 1 ;; esac
 say "ExecStart: $cmd"
 
-as_account() {
-    setpriv --reuid="$uid" --regid="$gid" --init-groups \
+# DDP_TEST_SUITE: the test suite's mark, by which its last test finds a process that outlived its test.
+suite_env=()
+[ -n "${DDP_TEST_SUITE:-}" ] && suite_env=(DDP_TEST_SUITE="$DDP_TEST_SUITE")
+# Becomes the command as ACCOUNT (setpriv and env exec too).
+as_account_exec() {
+    exec setpriv --reuid="$uid" --regid="$gid" --init-groups \
         env -i HOME="$home" USER="$ACCOUNT" LOGNAME="$ACCOUNT" PATH=/usr/bin:/bin LANG=C.UTF-8 \
-        "${user_env[@]}" "$@"
+        "${suite_env[@]}" "${user_env[@]}" "$@"
 }
+as_account() { (as_account_exec "$@"); }
 
 out=$(mktemp /tmp/daemon.XXXXXX.log)
 chmod 644 "$out"
+# The background job execs: its pid ($!) is the daemon itself. It used to be a subshell running
+# the command as its child: the TERM below ended that shell, and the daemon lived on, re-parented
+# to init, after every run.
 # shellcheck disable=SC2086  # ExecStart's words, split as systemd splits them (no quotes in it)
-as_account $cmd >"$out" 2>&1 &
+as_account_exec $cmd >"$out" 2>&1 &
 daemon=$!
-stop_daemon() { kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; }
+# TERM, then KILL when it has not ended within 10 s: the daemon never outlives this script.
+stop_daemon() {
+    kill -TERM "$daemon" 2>/dev/null || return 0
+    for _ in $(seq 100); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$daemon" 2>/dev/null || true
+    wait "$daemon" 2>/dev/null || true
+}
 trap stop_daemon EXIT
 for _ in $(seq 200); do
     grep -q '^listening unix=' "$out" && break

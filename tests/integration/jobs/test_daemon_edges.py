@@ -284,6 +284,58 @@ def test_a_nul_byte_cuts_no_reason_log_or_status_short():
           f"submit prints the whole message, the NUL as \\0: {out.stderr!r}")
 
 
+def test_yaml_aliases_cannot_take_the_daemon_down():
+    """A self-referencing alias crashed the daemon (SIGSEGV); a 9-level billion laughs held a core
+    at 99 % with `list` timing out. Both are 400s at the anchor's place, submitted with the client,
+    and the daemon answers `list` at once afterwards."""
+    laughs = "name: lol\ncommand: [x]\nl0: &l0 lol\n" + "".join(
+        f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 10))
+    with tempfile.TemporaryDirectory(prefix="ddp-alias-") as tmp:
+        for name, text, where in [("bomb.yaml", "name: bomb\ncommand: &a [*a]\n", "bomb.yaml:2:10:"),
+                                  ("laughs.yaml", laughs, "laughs.yaml:3:5:")]:
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            started = time.monotonic()
+            out = D.cli("submit", path, timeout=30)
+            check(out.returncode != 0 and where in out.stderr and "anchor" in out.stderr,
+                  f"submit {name}: rc {out.returncode} {out.stderr!r}")
+            check(D.proc.poll() is None, f"the daemon died on {name}: rc {D.proc.returncode}")
+            listed = D.cli("list", timeout=10)
+            check(listed.returncode == 0 and time.monotonic() - started < 10,
+                  f"list after {name}: rc {listed.returncode} {listed.stderr!r} after {time.monotonic() - started:.1f}s")
+
+
+def test_a_job_file_over_the_limit_gets_the_limits_message():
+    """A 50 MB job file gave "Broken pipe" at the client: the daemon answered 413 and hung up while
+    the body was still being sent. `submit` names the limit; a raw client that sends it anyway
+    still reads the 413 (the daemon answers before closing), and the daemon keeps serving."""
+    with tempfile.TemporaryDirectory(prefix="ddp-big-") as tmp:
+        big = os.path.join(tmp, "big.yaml")
+        with open(big, "w") as f:
+            f.write("name: big\ncommand: [x]\n")
+            f.write(("# " + "x" * 1022 + "\n") * (50 * 1024))
+        out = D.cli("submit", big, timeout=60)
+        check(out.returncode != 0 and "over 1048576 bytes" in out.stderr and "Broken pipe" not in out.stderr,
+              f"submit of 50 MB: rc {out.returncode} {out.stderr!r}")
+    body = b"name: big\ncommand: [x]\n" + b"#" * (3 << 20)
+    conn = http.client.HTTPConnection("localhost", timeout=30)
+    conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.sock.settimeout(30)
+    conn.sock.connect(D.socket)
+    try:
+        try:
+            conn.request("POST", "/v1/jobs", body=body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon hung up mid-body: its answer is still to be read
+        r = conn.getresponse()
+        text = r.read().decode()
+        check(r.status == 413 and "1048576 bytes" in text, f"raw 3 MiB POST: {r.status} {text!r}")
+    finally:
+        conn.close()
+    check(D.cli("list", timeout=10).returncode == 0, "list after the big submits")
+
+
 def test_a_global_batch_the_ranks_cannot_split_is_refused_at_submit():
     status, body = D.request("POST", "/v1/jobs", "name: a\ncommand: [x]\nresources: {nproc_per_node: 2}\n"
                                                  "distributed: {batch_policy: global_batch, batch_size: 7}\n")
@@ -298,6 +350,8 @@ if __name__ == "__main__":
                    test_duplicate_keys_and_durations_out_of_range_are_400_with_position,
                    test_socket_flag_never_deletes_what_is_not_a_stale_socket,
                    test_a_global_batch_the_ranks_cannot_split_is_refused_at_submit,
+                   test_yaml_aliases_cannot_take_the_daemon_down,
+                   test_a_job_file_over_the_limit_gets_the_limits_message,
                    test_a_nul_byte_cuts_no_reason_log_or_status_short,
                    test_yaml_metrics_reach_a_metrics_csv_that_report_charts,
                    test_batch_policy_gives_the_ranks_what_run_gives_them,

@@ -281,6 +281,28 @@ TEST_CASE("a NUL byte is an error, never a value cut short or a document ended e
   });
 }
 
+TEST_CASE("anchors and aliases are refused at their place: no cycle, no exponential expansion") {
+  // An alias inside its own anchor's list: a cycle every walk of the node tree followed until the
+  // stack ran out (the daemon died of SIGSEGV on these 26 bytes).
+  CHECK(contains(error_of("name: bomb\ncommand: &a [*a]\n"), "job.yaml:2:10: an anchor (&name)"));
+  // "Billion laughs": nine levels of ten aliases each, 10^9 strings once expanded.
+  std::string laughs = "name: lol\ncommand: [x]\nl0: &l0 lol\n";
+  for (int i = 1; i <= 9; ++i) {
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) laughs += (k ? ",*l" : "*l") + std::to_string(i - 1);
+    laughs += "]\n";
+  }
+  CHECK(contains(error_of(laughs), "job.yaml:3:5: an anchor (&name)"));
+  // An alias alone (its anchor in a second document yaml-cpp does not read), and a merge key.
+  CHECK(contains(error_of("name: a\ncommand: [x]\nargs: *nowhere\n"), "not valid YAML"));
+  CHECK(contains(error_of("name: a\ncommand: [x]\nenv: &e {A: b}\nlimits: {<<: *e}\n"), "job.yaml:3:6: an anchor"));
+  // Nesting deeper than any job file needs is refused before any walk of it.
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  CHECK(contains(error_of("name: a\ncommand: [x]\nargs: " + deep + "\n"), "nested more than"));
+  // Anchors named in plain text are fine.
+  CHECK(error_of("name: a\ncommand: [x, '&a', '*a']\n").empty());
+}
+
 TEST_CASE("the whole message survives a NUL in a value (what() is a C string)") {
   try {
     parse_job_spec("name: a\ncommand: [x]\npriority: \"1\\0\"\nlimits: {timeout: soon}\n", "job.yaml");

@@ -2,12 +2,15 @@
 // a directory, read from the disk and checked against the real /proc. This test process plays a
 // worker that outlived its supervisor (a pid no process has).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "launcher/outputs/run_record.hpp"
+#include "platform/files.hpp"
 #include "platform/host.hpp"
 #include "tests/unit/temp_dir.hpp"
 
@@ -56,4 +59,34 @@ TEST_CASE("dead_run_workers reads a run id's record (--rdzv-id without --log-dir
   CHECK(found[0].pid == ddp::platform::current_pid());
   // A record naming another file is not evidence about this one.
   CHECK(dead_run_workers(tmp.path / "other", {tmp.path}).empty());
+}
+
+TEST_CASE("read_own_file: a link, a FIFO or another user's file is no record of ours") {
+  ddp::test::TempDir tmp;
+  const auto store = tmp.path / "rdzv";
+  const auto real = tmp.path / "real.json";
+  write(real, dead_run_naming(store));
+  // A link planted where a run id's record goes is not followed.
+  fs::create_symlink(real, run_id_record(tmp.path, "linked", 0));
+  CHECK_THROWS_AS(ddp::platform::read_own_file(run_id_record(tmp.path, "linked", 0)), ddp::platform::ForeignFile);
+  // A FIFO does not hang the reader.
+  const auto fifo = run_id_record(tmp.path, "fifo", 0);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(ddp::platform::read_own_file(fifo), ddp::platform::ForeignFile);
+  CHECK_FALSE(ddp::platform::read_own_file(tmp.path / "absent"));
+  CHECK(ddp::platform::read_own_file(real) == dead_run_naming(store));
+  if (::geteuid() == 0) {
+    // Another user's record (as root: chown it to nobody) names no worker of a dead run.
+    const auto planted = run_id_record(tmp.path, "planted", 0);
+    write(planted, dead_run_naming(store));
+    REQUIRE(::chown(planted.c_str(), 65534, 65534) == 0);
+    CHECK_THROWS_AS(ddp::platform::read_own_file(planted), ddp::platform::ForeignFile);
+    fs::remove(real);
+    CHECK(dead_run_workers(store, {tmp.path}).empty());
+    // And one of ours in a directory another user owns is not trusted either.
+    const auto theirs = tmp.path / "theirs";
+    write(theirs / "processes.json", dead_run_naming(store));
+    REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+    CHECK_THROWS_AS(ddp::platform::read_own_file(theirs / "processes.json"), ddp::platform::ForeignFile);
+  }
 }

@@ -30,10 +30,12 @@ ProcStatLookup procs(std::map<pid_t, ddp::proc::ProcStat> table) {
   };
 }
 
-ddp::proc::ProcStat stat_of(pid_t pgid, std::uint64_t start) {
+// A process of this user (same_user: false, another user's).
+ddp::proc::ProcStat stat_of(pid_t pgid, std::uint64_t start, bool same_user = true) {
   ddp::proc::ProcStat st;
   st.pgid = pgid;
   st.start_time = start;
+  st.same_user = same_user;
   return st;
 }
 
@@ -137,6 +139,25 @@ TEST_CASE("sweep plan: a live leader that is provably ours, a leaderless group, 
   std::vector<std::pair<pid_t, ddp::proc::ProcStat>> all{
       {300, stat_of(201, 6100)}, {301, stat_of(201, 6001)}, {302, stat_of(201, 6000)}, {303, stat_of(555, 7000)}};
   CHECK(members_to_sweep(steps[1], all) == std::vector<pid_t>{300, 301});
+}
+
+TEST_CASE("another user's process is never swept, even with the recorded pid, start time and group") {
+  RunRecordContent r;
+  r.workers = {worker(200, 200, 6000, 0), worker(201, 201, 6001, 1)};
+  std::vector<pid_t> spared;
+  auto steps = plan_sweep(r, procs({{200, stat_of(200, 6000, false)}, {201, stat_of(201, 6002)}}), &spared);
+  CHECK(steps.empty());
+  CHECK(spared == std::vector<pid_t>{200, 201});  // reported, not signalled
+  // A leaderless group: only this user's later members.
+  SweepStep step{300, 7000, false};
+  std::vector<std::pair<pid_t, ddp::proc::ProcStat>> all{{301, stat_of(300, 7001)}, {302, stat_of(300, 7002, false)}};
+  CHECK(members_to_sweep(step, all) == std::vector<pid_t>{301});
+  // `clean`: another user's process is no worker of a dead run.
+  r.supervisor = {100, 100, 5000};
+  r.filestores = {"/tmp/fs"};
+  CHECK(dead_run_workers_of(r, procs({{200, stat_of(200, 6000, false)}}), [](const std::string&) {
+          return true;
+        }).empty());
 }
 
 TEST_CASE("dead_run_workers_of: the live workers of a dead supervisor whose record names the file") {
