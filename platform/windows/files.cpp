@@ -2,6 +2,7 @@
 
 #include <windows.h>
 
+#include <cstdint>
 #include <random>
 #include <system_error>
 
@@ -24,6 +25,16 @@ std::filesystem::path make_unique_directory(const std::filesystem::path& parent,
   }
   throw std::system_error(static_cast<int>(error), std::system_category(),
                           "CreateDirectory in " + parent.string() + ": " + win::error_text(error));
+}
+
+std::optional<double> file_birth_time(const std::filesystem::path& path) {
+  WIN32_FILE_ATTRIBUTE_DATA data{};
+  if (!GetFileAttributesExW(path.wstring().c_str(), GetFileExInfoStandard, &data)) return std::nullopt;
+  const std::uint64_t ticks =
+      (static_cast<std::uint64_t>(data.ftCreationTime.dwHighDateTime) << 32) | data.ftCreationTime.dwLowDateTime;
+  constexpr std::uint64_t kEpochTicks = 116444736000000000ULL;  // 1601 → 1970 in 100 ns units
+  if (ticks < kEpochTicks) return std::nullopt;
+  return static_cast<double>(ticks - kEpochTicks) * 1e-7;
 }
 
 }  // namespace ddp::platform
