@@ -1,6 +1,7 @@
 """Issue 25 item 1 through the daemon: a job whose script names its FileStore only by a plain
 argument runs on a file a SIGKILLed run left; the job FAILS and its reason names the stale file,
-its age and `ddp-launch clean PATH` (from the supervisor's filestore_found event)."""
+its age and `ddp-launch clean PATH` (from the supervisor's filestore_found event). Whether the file is
+still there afterwards is torch's business (its last rank out deletes it), so it is not asserted."""
 import os
 import sys
 import tempfile
@@ -31,7 +32,6 @@ def test_the_jobs_reason_names_the_stale_filestore():
             items = events["events"] if isinstance(events, dict) else events
             check(any(e.get("event") == "filestore_found" and e.get("path") == path for e in items),
                   f"no filestore_found event: {events}")
-            check(os.path.exists(path), "the daemon's job removed the file without a restart")
         finally:
             d.cleanup()
 
