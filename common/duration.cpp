@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -41,6 +42,14 @@ std::string format_duration(double seconds) {
 std::string format_seconds(double seconds) {
   if (seconds == std::floor(seconds)) return fmt::format("{}", static_cast<long long>(seconds));
   return fmt::format("{}", seconds);
+}
+
+std::string describe_age(double seconds) {
+  seconds = std::isfinite(seconds) ? std::max(0.0, seconds) : 0.0;
+  if (seconds < 120) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
+  if (seconds < 2 * 86400) return fmt::format("{:.0f} h", seconds / 3600);
+  return fmt::format("{:.0f} days", seconds / 86400);
 }
 
 std::optional<std::string> duration_range_problem(double seconds, DurationRange range) {

@@ -25,6 +25,9 @@ std::optional<std::string> duration_range_problem(double seconds, DurationRange 
 // 0.001 → "1ms", 86400 → "1d", 90 → "90s": the shortest exact form parse_duration reads back.
 std::string format_duration(double seconds);
 
+// How old something is, for people: "42 s", "3 min", "5 h", "2 days" (rounded; negative reads as 0).
+std::string describe_age(double seconds);
+
 // A number of seconds as a flag or a message takes it: 90 → "90", 2.5 → "2.5" (no unit).
 std::string format_seconds(double seconds);
 

@@ -107,6 +107,21 @@ struct FilestoreCleaned {
   DDP_EVENT_FIELDS(field("path", self.path);)
 };
 
+// The ranks of a failed attempt used a FileStore file their own script names
+// (launcher/supervisor/filestore_watch.hpp), and the supervisor judged it.
+struct FilestoreFound {
+  static constexpr std::string_view kType = "filestore_found";
+  int attempt = 0;
+  std::string path;
+  std::string verdict;          // stale | in_use | unsure
+  std::optional<double> age_s;  // last written this long before the run started
+  bool removed = false;         // removed before the restart
+  std::string text;             // the summary's paragraph
+  bool operator==(const FilestoreFound&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("path", self.path); field("verdict", self.verdict);
+                   field("age_s", self.age_s); field("removed", self.removed); field("text", self.text);)
+};
+
 struct RankStarted {
   static constexpr std::string_view kType = "rank_started";
   int attempt = 0, rank = 0, local_rank = 0, pid = 0;
@@ -254,8 +269,8 @@ struct Unknown {
 
 using Payload =
     std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
-                 FilestoreCleaned, RankStarted, RankExited, GroupStopping, Restarting, Finished, RendezvousTimeout,
-                 RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, Unknown>;
+                 FilestoreCleaned, FilestoreFound, RankStarted, RankExited, GroupStopping, Restarting, Finished,
+                 RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, Unknown>;
 
 // One line of the stream.
 struct Event {

@@ -47,6 +47,23 @@ std::optional<RankFailure> rank_failure_of(int rank, const ExitStatus& status,
   return f;
 }
 
+// What a filestore_found event adds to the failure: the file, its age, and the command that clears it.
+std::string filestore_note(const events::FilestoreFound& f) {
+  const std::string age =
+      f.age_s ? fmt::format(", last written {} before the run", describe_age(*f.age_s)) : std::string();
+  if (f.verdict == "stale") {
+    if (f.removed)
+      return fmt::format("stale FileStore {} (left by an earlier run{}) removed before the restart", f.path, age);
+    return fmt::format("stale FileStore {} (left by an earlier run{}): remove it with `ddp-launch clean {}`", f.path,
+                       age, f.path);
+  }
+  if (f.verdict == "in_use") {
+    return fmt::format("FileStore {} is in use by a process outside this run; `ddp-launch clean {}` shows which",
+                       f.path, f.path);
+  }
+  return fmt::format("FileStore {} may be stale{}; check it with `ddp-launch clean --dry-run {}`", f.path, age, f.path);
+}
+
 }  // namespace
 
 std::string hang_text(const events::HangDetected& h) {
@@ -86,6 +103,10 @@ void absorb_event(RunMemory& m, const events::Event& ev) {
       m.first_failure_code = failure->code;
       m.first_failure = failure->text;
     }
+  } else if (const auto* found = ev.as<events::FilestoreFound>()) {
+    // After the attempt's root_cause: the file its ranks met on is part of why it failed.
+    auto note = filestore_note(*found);
+    m.first_failure = m.first_failure.empty() ? note : m.first_failure + "; " + note;
   } else if (ev.as<events::Restarting>()) {
     m.hang_suspect.reset();
     m.previous_failure = m.first_failure;

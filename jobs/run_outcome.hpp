@@ -43,7 +43,8 @@ std::string hang_text(const events::HangDetected& h);
 // Folds one supervisor event into `m`: rank_exited / root_cause (the failure; root_cause is the
 // verdict and replaces a rank_exited), hang_detected (the failure, whatever the ranks' exits that
 // follow say; the suspect's exit gives the code), restarting (a fresh attempt: the failure moves to
-// previous_failure), finished (the supervisor's exit code), straggler (the rank's latest verdict).
+// previous_failure), filestore_found (the FileStore the ranks met on: appended to the failure),
+// finished (the supervisor's exit code), straggler (the rank's latest verdict).
 // Other events change nothing here.
 void absorb_event(RunMemory& m, const events::Event& ev);
 

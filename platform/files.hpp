@@ -37,4 +37,9 @@ class ForeignFile : public std::runtime_error {
 // process's user (or the Administrators group, the owner of what an elevated process creates).
 std::optional<std::string> read_own_file(const std::filesystem::path& path);
 
+// When the file at `path` was created (its birth time), in seconds since the epoch; nullopt where
+// the filesystem does not keep one (Linux: statx's STATX_BTIME, absent on some filesystems;
+// Windows: the creation time) or the file cannot be read.
+std::optional<double> file_birth_time(const std::filesystem::path& path);
+
 }  // namespace ddp::platform

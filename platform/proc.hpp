@@ -57,6 +57,11 @@ std::vector<ProcessInfo> listeners_on_port(std::uint16_t port);
 // Processes that have `path` open right now (Linux: per /proc/*/fd; Windows: the Restart Manager).
 std::vector<ProcessInfo> processes_with_open(const std::filesystem::path& path);
 
+// The regular files process `pid` has open right now (Linux: /proc/<pid>/fd, absolute paths),
+// empty when it is gone or its fds cannot be read. Windows: always empty (the handle table of
+// another process is not read); callers find the files by other evidence there.
+std::vector<std::filesystem::path> open_files(pid_t pid);
+
 // What a process says about itself, to tell whether it names a file: its arguments, its
 // environment ("NAME=value" each) and its working directory. Linux: /proc/<pid>/{cmdline,environ,cwd};
 // Windows: the command line (split as the C runtime splits it), no environment, no directory.

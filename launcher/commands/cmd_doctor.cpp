@@ -28,6 +28,7 @@
 #include "launcher/run/host_facts.hpp"
 #include "launcher/run/python_choice.hpp"
 #include "launcher/workers/worker_env.hpp"
+#include "launcher/supervisor/filestore_scan.hpp"
 #include "platform/host.hpp"
 #include "platform/listener.hpp"
 #include "platform/proc.hpp"
@@ -234,6 +235,34 @@ DoctorCheck check_filestore(const std::string& arg) {
   const store::FileStoreCleaner cleaner(options);
   const auto path = store::path_from_file_url(arg, store::native_path_style()).value_or(arg);
   return judge_filestore(arg, cleaner.clean(path));
+}
+
+// Without --filestore: the FileStores earlier runs left where doctor can find them
+// (launcher/supervisor/filestore_scan.hpp). A stale one is a warning (this machine is fine; the next job on that
+// path is not), a file in use is a running job's and not listed.
+std::vector<DoctorCheck> check_left_filestores(const std::filesystem::path& temp_dir) {
+  std::vector<DoctorCheck> out;
+  store::CleanOptions options;
+  options.dry_run = true;
+  const store::FileStoreCleaner cleaner(options);
+  for (const auto& found : launcher::filestores_on_disk(temp_dir)) {
+    const auto report = cleaner.clean(found.path);
+    if (report.outcome != store::CleanOutcome::WouldRemove) continue;
+    auto c = judge_filestore(found.path.string(), report);
+    c.status = Status::Warn;
+    c.finding += fmt::format(" ({})", found.why);
+    c.details["found"] = found.why;
+    out.push_back(std::move(c));
+  }
+  if (out.empty()) {
+    out.push_back(
+        {Status::Ok,
+         "filestore",
+         fmt::format("no stale FileStore file in {} or named by a dead run's record there", temp_dir.string()),
+         "",
+         {{"path", temp_dir.string()}, {"verdict", "none found"}}});
+  }
+  return out;
 }
 
 // ---- GPUs -----------------------------------------------------------------------------------
@@ -453,7 +482,9 @@ void add_doctor_options(CLI::App& sub, DoctorArgs& a) {
       ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
   sub.add_option("--filestore", a.filestores,
-                 "c10d FileStore files (paths or file:// init_method URLs) to inspect; nothing is removed");
+                 "c10d FileStore files (paths or file:// init_method URLs) to inspect; nothing is removed. Without it, "
+                 "doctor lists the stale FileStore files in the temporary directory and those named by dead runs' "
+                 "records there");
   sub.add_flag("--json", a.json, "Print one JSON object with an entry per check instead of lines");
   sub.footer(
       "Each check prints `ok|warn|fail  <check>: <finding>. <what to do>`.\n"
@@ -464,12 +495,16 @@ void add_doctor_options(CLI::App& sub, DoctorArgs& a) {
 void run_checks(const DoctorArgs& a, std::chrono::milliseconds timeout,
                 const std::function<void(DoctorCheck)>& record) {
   // The interpreter `run` would start, chosen the same way (launcher/run/python_choice.hpp).
-  const auto env = launcher::gather_host_facts().env;
+  const auto facts = launcher::gather_host_facts();
+  const auto& env = facts.env;
   std::string python = launcher::named_interpreter(a.python, env);
   if (python.empty()) python = launcher::probe_interpreter(env, timeout).program;
 
   record(check_port(static_cast<std::uint16_t>(a.port)));
   for (const auto& f : a.filestores) record(check_filestore(f));
+  if (a.filestores.empty()) {
+    for (auto& c : check_left_filestores(facts.temp_dir)) record(std::move(c));
+  }
   record(judge_gpus(gpu::count_gpus(), gpu::nvml_library_name()));
   const char* omp = std::getenv(std::string(env::kOmpNumThreads).c_str());
   record(judge_omp(omp ? std::optional<std::string>(omp) : std::nullopt,

@@ -30,6 +30,7 @@
 #include "launcher/supervisor/worker_group.hpp"
 #include "launcher/supervisor/worker_store.hpp"
 #include "launcher/workers/cgroup.hpp"
+#include "launcher/supervisor/filestore_watch.hpp"
 #include "platform/child_exits.hpp"
 #include "platform/containment.hpp"
 #include "platform/host.hpp"
@@ -105,6 +106,10 @@ class Supervisor {
     try {
       if (config_.dynamic) start_rendezvous();
       prepare_store();
+      // launcher/supervisor/filestore_watch.hpp: what the paths the workers name are before any of them runs.
+      filestores_.snapshot(config_.worker_argv, config_.base_env, multi_node(),
+                           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+                           {containment_.pid()});
       file_timer_.start();  // TORCHELASTIC_ENABLE_FILE_TIMER=1: torch's elastic timer, served here
     } catch (...) {
       forget_startup();  // e.g. a FileStore in use: nothing ran, so nothing of this run stays behind
@@ -155,6 +160,7 @@ class Supervisor {
   std::vector<std::string> recorded_filestores() const {
     std::vector<std::string> out;
     if (!store_.filestore().empty()) out.push_back(store_.filestore().string());  // already absolute
+    for (const auto& used : filestores_.used()) out.push_back(used);              // found by the watch
     for (const auto& n : filestores_named_by(config_.worker_argv, config_.base_env,
                                              config_.store_mode == StoreMode::File, store::native_path_style())) {
       std::error_code ec;
@@ -174,7 +180,11 @@ class Supervisor {
   // files, watched from each attempt's spawn).
   void watch_progress() {
     router_.on_each_line([this](const RankOutput& r) {
-      if (r.attempt == machine_.attempt()) progress_.on_progress(r.local_rank);
+      if (r.attempt != machine_.attempt()) return;
+      progress_.on_progress(r.local_rank);
+      // A healthy run's FileStore goes into the run record too (launcher/supervisor/filestore_watch.hpp),
+      // looked for at most once a second while the ranks talk.
+      if (filestores_.look_for_used(r.attempt)) record_processes();
     });
   }
 
@@ -266,6 +276,9 @@ class Supervisor {
     }
     Worker* w = &worker;
     int attempt = machine_.attempt();
+    // The attempt's first failure: the files the ranks still alive hold open, before the teardown
+    // ends them (a FileStore only their script names: launcher/supervisor/filestore_watch.hpp). A few /proc reads.
+    if (x.failed() && machine_.state() == GroupState::Running) filestores_.note_open_files(live_worker_pids());
     auto actions = machine_.on(input::RankExited{x});
     progress_.forget(x.local_rank);
     // The peers' teardown signal goes out before anything is written: the event file is off the
@@ -390,10 +403,19 @@ class Supervisor {
     const auto a = *pending_restart_;
     pending_restart_.reset();
     out_.flush();
-    report_failures(false);
+    const bool fresh_filestore = report_failures(false);
     out_.console.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
-    spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
-                 a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
+    // Its cause is gone: no back-off (launcher/supervisor/filestore_watch.hpp).
+    const auto after = fresh_filestore ? std::chrono::milliseconds(0) : a.after;
+    if (fresh_filestore) {
+      spdlog::warn(
+          "attempt {} failed on a FileStore an earlier run left: {}; restarting the worker group as attempt "
+          "{} at once (--max-restarts {})",
+          a.attempt - 1, std::exchange(stale_removed_, {}), a.attempt, config_.max_restarts);
+    } else {
+      spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
+                   a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
+    }
     events_.emit(events::Restarting{.attempt = a.attempt, .failed_attempt = a.attempt - 1});
     if (rdzv_) {
       // Every restart goes through a new round: the others learn of it and restart too.
@@ -401,7 +423,7 @@ class Supervisor {
       rdzv_->join();
       return;
     }
-    backoff_timer_.expires_after(a.after);
+    backoff_timer_.expires_after(after);
     backoff_timer_.async_wait([this, attempt = a.attempt](boost::system::error_code ec) {
       if (!ec) dispatch(input::BackoffExpired{attempt});
     });
@@ -536,7 +558,9 @@ class Supervisor {
 
   // launcher/supervisor/failure_report.hpp. Read here, not at the reap: the final summary comes after the
   // workers' pipes drained, so a traceback still in flight at the exit is in last_stderr by now.
-  void report_failures(bool final) {
+  // Returns true when a stale FileStore the ranks met on is gone now (removed here, or by torch):
+  // the restart need not wait.
+  bool report_failures(bool final) {
     auto in = failure_report_input(machine_, final);
     in.exit_code = exit_code_;
     in.rendezvous_report = rendezvous_watch_.report();
@@ -548,8 +572,60 @@ class Supervisor {
     in.worker_argv = config_.worker_argv;
     for (const auto& f : in.failures) in.evidence.push_back(workers_.evidence(f.exit.local_rank));
     auto report = failure_report(in);
+    auto found = report.text.empty() ? std::vector<FoundFileStore>{} : filestores_.check(run_pids());
+    for (const auto& f : found) report.text += fmt::format("  {}\n", f.text);
     if (report.root_cause) events_.emit(root_cause_event(*report.root_cause));
     if (!report.text.empty()) out_.console.write(stderr, report.text);
+    return settle_found_filestores(found, final);
+  }
+
+  // Before a restart a provably stale FileStore goes (the cleaner decides again, under its lock);
+  // each found file becomes a filestore_found event, and the run record names it.
+  bool settle_found_filestores(const std::vector<FoundFileStore>& found, bool final) {
+    bool removed_any = false;
+    for (const auto& f : found) {
+      bool removed = false;
+      if (!final && f.removable()) {
+        std::string why;
+        removed = filestores_.remove(f, run_pids(), why);
+        if (!removed) spdlog::warn("kept FileStore {}: {}", f.path, why);
+      }
+      const bool cleared = removed || (!final && f.cleared());
+      removed_any = removed_any || cleared;
+      events_.emit(events::FilestoreFound{.attempt = machine_.attempt(),
+                                          .path = f.path,
+                                          .verdict = std::string(to_string(f.verdict)),
+                                          .age_s = f.age_s,
+                                          .removed = removed,
+                                          .text = f.text});
+      if (cleared) {
+        const auto age =
+            f.age_s ? fmt::format(" (last written {} before this run started)", describe_age(*f.age_s)) : std::string();
+        stale_removed_ = removed ? fmt::format("removed the stale FileStore {}{}", f.path, age)
+                                 : fmt::format(
+                                       "the stale FileStore {}{} is gone (the ranks' torch removed it as they "
+                                       "exited)",
+                                       f.path, age);
+      }
+    }
+    if (!found.empty()) record_processes();
+    return removed_any;
+  }
+
+  // This run's own processes, whose use of a FileStore is no one else's: the guardian (a fork of
+  // this process, with its command line) and any worker not reaped yet.
+  std::vector<pid_t> run_pids() const {
+    std::vector<pid_t> pids{containment_.pid()};
+    for (const auto& w : workers_.recorded()) pids.push_back(w.pid);
+    return pids;
+  }
+
+  std::vector<pid_t> live_worker_pids() const {
+    std::vector<pid_t> pids;
+    for (const auto& r : plan_) {
+      if (const Worker* w = workers_.of(r.local_rank); w && w->alive) pids.push_back(w->pid);
+    }
+    return pids;
   }
 
   // The torch elastic timer signalled a pid of this attempt: the rank's evidence, and the event.
@@ -602,6 +678,8 @@ class Supervisor {
   std::optional<action::ArmBackoff> pending_restart_;  // waiting for the failed attempt's pipes to drain
   EventLog events_;
   RunRecord record_;
+  FileStoreWatch filestores_;  // the FileStore only the workers' script names
+  std::string stale_removed_;  // "removed the stale FileStore …", for the restart's line
   WorkerStore store_;
   RendezvousWatch rendezvous_watch_;
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread

@@ -2,9 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -87,6 +88,17 @@ std::optional<std::string> read_own_file(const std::filesystem::path& path) {
     text.append(buf, static_cast<std::size_t>(n));
   }
   return text;
+}
+
+std::optional<double> file_birth_time(const std::filesystem::path& path) {
+#if defined(STATX_BTIME)
+  struct statx st {};
+  if (::statx(AT_FDCWD, path.c_str(), 0, STATX_BTIME, &st) != 0 || !(st.stx_mask & STATX_BTIME)) return std::nullopt;
+  return static_cast<double>(st.stx_btime.tv_sec) + static_cast<double>(st.stx_btime.tv_nsec) * 1e-9;
+#else
+  (void)path;
+  return std::nullopt;
+#endif
 }
 
 }  // namespace ddp::platform

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -164,6 +165,23 @@ std::vector<ProcessInfo> processes_with_open(const fs::path& path) {
     if (same && seen.insert(pid).second) found.push_back({pid, cmdline(pid)});
   });
   return found;
+}
+
+std::vector<fs::path> open_files(pid_t pid) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& fd : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
+    std::error_code link_ec;
+    auto target = fs::read_symlink(fd.path(), link_ec);
+    // Sockets, pipes and anonymous inodes read "socket:[…]", "pipe:[…]", "anon_inode:…"; a removed
+    // file "/path (deleted)": neither is a path to look at.
+    if (link_ec || target.empty() || target.native().front() != '/' || target.native().ends_with(" (deleted)"))
+      continue;
+    std::error_code st_ec;
+    if (!fs::is_regular_file(fd.path(), st_ec)) continue;  // follows the fd: a device, a directory
+    if (std::find(out.begin(), out.end(), target) == out.end()) out.push_back(std::move(target));
+  }
+  return out;
 }
 
 }  // namespace ddp::proc

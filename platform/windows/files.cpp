@@ -5,6 +5,7 @@
 #include <aclapi.h>
 // clang-format on
 
+#include <cstdint>
 #include <fstream>
 #include <random>
 #include <system_error>
@@ -86,6 +87,16 @@ std::optional<std::string> read_own_file(const std::filesystem::path& path) {
   DWORD n = 0;
   while (ReadFile(file.get(), buf, sizeof buf, &n, nullptr) && n > 0) text.append(buf, n);
   return text;
+}
+
+std::optional<double> file_birth_time(const std::filesystem::path& path) {
+  WIN32_FILE_ATTRIBUTE_DATA data{};
+  if (!GetFileAttributesExW(path.wstring().c_str(), GetFileExInfoStandard, &data)) return std::nullopt;
+  const std::uint64_t ticks =
+      (static_cast<std::uint64_t>(data.ftCreationTime.dwHighDateTime) << 32) | data.ftCreationTime.dwLowDateTime;
+  constexpr std::uint64_t kEpochTicks = 116444736000000000ULL;  // 1601 → 1970 in 100 ns units
+  if (ticks < kEpochTicks) return std::nullopt;
+  return static_cast<double>(ticks - kEpochTicks) * 1e-7;
 }
 
 }  // namespace ddp::platform

@@ -125,3 +125,51 @@ def cpu_seconds(pid):
         stat = f.read()
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def processes_naming(path):
+    """pids of processes (not us) whose command line names `path`: a killed run's leftovers."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if path.encode() in f.read():
+                    out.append(int(entry))
+        except OSError:
+            pass
+    return out
+
+
+ARGV_PATH_WORKER = os.path.join(HERE, "argv_path_worker.py")
+
+
+def script_named_command(path, *extra):
+    """`ddp-launch run` of a 2-rank job whose script gets its FileStore as a plain argument."""
+    return [DDP_LAUNCH, "run", "--nproc-per-node", "2", "--python", PYTHON, *extra, ARGV_PATH_WORKER, path, "20"]
+
+
+def leave_killed_run_filestore(path):
+    """The issue's first run: 2 ranks meet through the FileStore at `path` (named only by the script's
+    own argument), all_reduce, then the supervisor is SIGKILLed. Returns once every process of that
+    run is gone and the file is left behind."""
+    from harness import alive, check  # noqa: E402 (kept local: fs_helpers is imported by tests that need neither)
+    hold = os.path.join(os.path.dirname(path), "hold")
+    write_file(hold, b"")
+    first = Child(script_named_command(path), "first run", start_new_session=True)
+    try:
+        pids = []
+        for _ in range(2):
+            line = first.out.wait_for("READY sum=", 120, "both ranks' READY line (init + all_reduce)")
+            check("READY sum=3" in line, f"first run's all_reduce: {line!r}")
+            pids.append(int(line.split("pid=")[1].split()[0]))
+        first.proc.send_signal(9)  # the supervisor only: its guardian ends the workers
+        first.proc.wait(10)
+    finally:
+        if first.proc.poll() is None:
+            os.killpg(first.proc.pid, 9)
+    wait_until(lambda: not any(alive(p) for p in pids), 30, "the killed run's workers to be gone")
+    wait_until(lambda: not processes_naming(path), 30, "every process of the killed run to be gone")
+    check(os.path.exists(path) and os.path.getsize(path) > 0, f"the SIGKILLed run left no FileStore at {path}")
+    os.remove(hold)

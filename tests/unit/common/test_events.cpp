@@ -28,6 +28,8 @@ std::vector<ev::Payload> samples() {
       ev::RendezvousComplete{0, std::nullopt, std::nullopt, 2, 1},  // static: attempt
       ev::RendezvousComplete{std::nullopt, 2, 1, 4, 2},             // dynamic: round, node_rank
       ev::FilestoreCleaned{"/tmp/shared"},
+      ev::FilestoreFound{0, "/tmp/job/sharedfile", "stale", 185.5, true, "FileStore /tmp/job/sharedfile … is stale"},
+      ev::FilestoreFound{1, "/tmp/s", "unsure", std::nullopt, false, "not proven"},
       ev::RankStarted{1, 3, 1, 555},
       ev::RankExited{0, 1, 1, 556, ExitStatus::exited(3), false},
       ev::RankExited{0, 0, 0, 557, ExitStatus::killed(SIGKILL), true},

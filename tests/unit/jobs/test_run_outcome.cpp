@@ -146,3 +146,26 @@ TEST_CASE("straggler verdicts: each rank's latest, kept across restarts of the r
   absorb_event(m, {finished(0)});
   CHECK(judge_run(m, RunEnd{exited(0), std::nullopt, 1, "/r"}).succeeded);
 }
+
+TEST_CASE("filestore_found: the job's reason names the stale FileStore, its age and clean") {
+  auto m = fold({root_cause(1, ExitStatus::exited(1), "RuntimeError: Connection refused"),
+                 ev::FilestoreFound{0, "/tmp/j/sharedfile", "stale", 185.4, false, "…"}});
+  CHECK(m.first_failure ==
+        "rank 1 exited with code 1: RuntimeError: Connection refused; stale FileStore /tmp/j/sharedfile (left by an "
+        "earlier run, last written 3 min before the run): remove it with `ddp-launch clean /tmp/j/sharedfile`");
+  CHECK(m.first_failure_code == 1);
+
+  auto removed =
+      fold({root_cause(1, ExitStatus::exited(1), std::nullopt),
+            ev::FilestoreFound{0, "/tmp/j/sharedfile", "stale", std::nullopt, true, "…"}, ev::Restarting{1, 0}});
+  CHECK(removed.previous_failure ==
+        "rank 1 exited with code 1; stale FileStore /tmp/j/sharedfile (left by an earlier run) removed before the "
+        "restart");
+
+  auto in_use = fold({root_cause(0, ExitStatus::exited(1), std::nullopt),
+                      ev::FilestoreFound{0, "/tmp/j/s", "in_use", 10.0, false, "…"}});
+  CHECK(in_use.first_failure.find("FileStore /tmp/j/s is in use by a process outside this run") != std::string::npos);
+  auto unsure = fold({root_cause(0, ExitStatus::exited(1), std::nullopt),
+                      ev::FilestoreFound{0, "/tmp/j/s", "unsure", std::nullopt, false, "…"}});
+  CHECK(unsure.first_failure.find("`ddp-launch clean --dry-run /tmp/j/s`") != std::string::npos);
+}
