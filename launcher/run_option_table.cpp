@@ -33,7 +33,7 @@ std::vector<RunOption> make_table() {
        .type = T::Text,
        .default_value = "1",
        .help = "Ranks on this node: N, cpu, gpu or auto",
-       .range = OptionRange{1, 1024},
+       .range = OptionRange{1, 4096},
        .job_key = "resources.nproc_per_node",
        .job_form = J::Scalar},
       {.names = "--nnodes",

@@ -109,7 +109,7 @@ TEST_CASE("unknown keys are errors at their line and column, naming the known ke
 TEST_CASE("wrong types name the expected form") {
   check_problems({
       {"resources: {nproc_per_node: two}\n",
-       "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 1024, not 'two'"},
+       "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 4096, not 'two'"},
       {"limits: {timeout: soon}\n", "a duration such as 30s"},
       {"limits: {timeout: [1]}\n", "limits.timeout must be a duration such as 30s"},
       {"restart: {backoff: {factor: x}}\n", "must be a number ≥"},
