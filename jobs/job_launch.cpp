@@ -10,37 +10,11 @@
 
 namespace ddp::jobs {
 
-namespace {
-
-// The `ddp-launch run` options every executor passes: the ranks, restarts, store and backend.
-// The batch policy is `run`'s own (--global-batch / --per-rank-batch): the ranks see the same
-// DDP_GLOBAL_BATCH, DDP_PER_RANK_BATCH and DDP_LR_SCALE as under `ddp-launch run`.
-std::vector<std::string> group_options(const JobSpec& spec) {
-  const auto& d = spec.distributed;
-  std::vector<std::string> out = {
-      "--nproc-per-node", std::to_string(spec.resources.nproc_per_node),
-      "--max-restarts",   std::to_string(d.max_restarts),
-      "--shutdown-grace", format_seconds(d.shutdown_grace_s),
-      "--store",          d.store,
-      "--backend",        d.backend,
-  };
-  // The hang watchdog: run's defaults (auto, restart) unless the job says otherwise.
-  if (!d.hang_timeout.empty()) out.insert(out.end(), {"--hang-timeout", d.hang_timeout});
-  if (!d.on_hang.empty()) out.insert(out.end(), {"--on-hang", d.on_hang});
-  if (d.batch_policy == BatchPolicy::GlobalBatch)
-    out.insert(out.end(), {"--global-batch", std::to_string(d.batch_size)});
-  if (d.batch_policy == BatchPolicy::PerRankBatch) {
-    out.insert(out.end(), {"--per-rank-batch", std::to_string(d.batch_size)});
-  }
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& ctx) {
-  std::vector<std::string> argv = {ctx.self_exe, "run", "--nnodes", std::to_string(spec.resources.nodes)};
-  auto group = group_options(spec);
-  argv.insert(argv.end(), group.begin(), group.end());
+  // The job file's run options (resources, distributed.*, metrics: spec.run_options, from the launcher's
+  // option table), then the ones the daemon sets.
+  std::vector<std::string> argv = {ctx.self_exe, "run"};
+  argv.insert(argv.end(), spec.run_options.begin(), spec.run_options.end());
   argv.insert(argv.end(), {
                               "--rdzv-id",
                               "job-" + ctx.job_id,
@@ -52,8 +26,6 @@ std::vector<std::string> launch_argv(const JobSpec& spec, const LaunchContext& c
                               "--events",
                               ctx.events_path.string(),
                           });
-  // The supervisor records them in its run directory's metrics.csv (`ddp-launch report`).
-  for (const auto& [name, regex] : spec.metrics) argv.insert(argv.end(), {"--metric", name + "=" + regex});
   // No "--": `run` takes everything from the first positional on as the worker's argv.
   argv.push_back("--no-python");
   auto worker = spec.worker_argv();
@@ -83,7 +55,11 @@ launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchConte
   // Node count, node rank, store host and port, and the run id (the Slurm job id) come from
   // SLURM_* on every node. No --log-dir/--events: every node's supervisor would write the same
   // files; the ranks' [rank N]-prefixed output reaches the job's output file through srun.
-  s.run_options = group_options(spec);
+  // The job's run options less --nnodes (#SBATCH --nodes) and --metric (no run directory is kept).
+  for (std::size_t i = 0; i + 1 < spec.run_options.size(); i += 2) {
+    if (spec.run_options[i] == "--nnodes" || spec.run_options[i] == "--metric") continue;
+    s.run_options.insert(s.run_options.end(), {spec.run_options[i], spec.run_options[i + 1]});
+  }
   s.run_options.push_back("--no-python");
   s.command = spec.worker_argv();
   s.env = launch_env(spec, ctx);

@@ -11,6 +11,9 @@
 
 #include "common/user_regex.hpp"
 #include "jobs/spec_reader.hpp"
+#include "launcher/run/host_facts.hpp"
+#include "launcher/run/run_option_table.hpp"
+#include "launcher/run/run_options.hpp"
 
 namespace ddp::jobs {
 
@@ -28,6 +31,13 @@ std::string format_problems(const std::string& file, const std::vector<SpecProbl
   }
   return out;
 }
+
+// A run option's key as the job file gave it: the text its flag takes, and where it stands.
+struct GivenRunKey {
+  const launcher::RunOption* option;
+  std::string value;
+  YAML::Node at;
+};
 
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 63) return false;
@@ -149,19 +159,28 @@ void read_env(Reader& r, const YAML::Node& n, JobSpec& spec) {
   });
 }
 
+// The launcher's option-table row of a job key's run option.
+const launcher::RunOption& run_option(std::string_view flag) {
+  const auto* o = launcher::find_run_option(flag);
+  if (!o) throw Error(fmt::format("{} is not in the run option table", flag));
+  return *o;
+}
+
 void read_resources(Reader& r, const YAML::Node& n, JobSpec& spec) {
+  // Counts only: the daemon's scheduler counts CPU slots and nodes (run also takes cpu, gpu, auto, MIN:MAX).
+  auto count = [&](const char* flag, int& into) {
+    const auto& o = run_option(flag);
+    return [&r, &o, &into](const YAML::Node& v) {
+      if (auto x = r.integer(v, std::string(o.job_key), static_cast<long long>(o.range->min),
+                             static_cast<long long>(o.range->max))) {
+        into = static_cast<int>(*x);
+      }
+    };
+  };
   r.map(n, "resources",
         {
-            {"nodes",
-             [&](const YAML::Node& v) {
-               if (auto x = r.integer(v, "resources.nodes", 1, 4096)) spec.resources.nodes = static_cast<int>(*x);
-             }},
-            {"nproc_per_node",
-             [&](const YAML::Node& v) {
-               if (auto x = r.integer(v, "resources.nproc_per_node", 1, 1024)) {
-                 spec.resources.nproc_per_node = static_cast<int>(*x);
-               }
-             }},
+            {"nodes", count("--nnodes", spec.resources.nodes)},
+            {"nproc_per_node", count("--nproc-per-node", spec.resources.nproc_per_node)},
             {"gpus_per_node",
              [&](const YAML::Node& v) {
                if (auto x = r.integer(v, "resources.gpus_per_node", 0, 1024)) {
@@ -171,50 +190,52 @@ void read_resources(Reader& r, const YAML::Node& n, JobSpec& spec) {
         });
 }
 
-void read_distributed(Reader& r, const YAML::Node& n, JobSpec& spec) {
+// What a run option's value looks like, for "must be ..." when the key holds no scalar.
+std::string expected_form(const launcher::RunOption& o) {
+  using launcher::OptionType;
+  switch (o.type) {
+    case OptionType::Choice: return launcher::choices_text(o);
+    case OptionType::Duration:
+      return o.choices.empty() ? std::string(kDurationForms)
+                               : fmt::format("{} or {}", launcher::choices_text(o), kDurationForms);
+    case OptionType::Integer: return "an integer";
+    default: return "a value";
+  }
+}
+
+// distributed: one key per row of the option table whose job_key is distributed.<key>, read as the
+// text its flag takes (checked by run itself: check_run_keys), and batch_policy + batch_size, which
+// become run's --global-batch or --per-rank-batch.
+void read_distributed(Reader& r, const YAML::Node& n, JobSpec& spec, std::vector<GivenRunKey>& given) {
   auto& d = spec.distributed;
-  r.map(n, "distributed",
-        {
-            {"backend",
-             [&](const YAML::Node& v) {
-               if (auto x = r.choice(v, "distributed.backend", {"gloo", "nccl"})) d.backend = *x;
-             }},
-            {"store",
-             [&](const YAML::Node& v) {
-               if (auto x = r.choice(v, "distributed.store", {"agent", "rank0", "file"})) d.store = *x;
-             }},
-            {"max_restarts",
-             [&](const YAML::Node& v) {
-               if (auto x = r.integer(v, "distributed.max_restarts", 0, 1000)) d.max_restarts = static_cast<int>(*x);
-             }},
-            {"shutdown_grace",
-             [&](const YAML::Node& v) {
-               if (auto x = r.duration(v, "distributed.shutdown_grace", kShutdownGraceRange)) d.shutdown_grace_s = *x;
-             }},
-            {"hang_timeout",
-             [&](const YAML::Node& v) {
-               if (v.IsScalar() && (v.Scalar() == "auto" || v.Scalar() == "off")) {
-                 d.hang_timeout = v.Scalar();
-               } else if (auto x =
-                              r.duration(v, "distributed.hang_timeout (auto, off or a duration)", kHangTimeoutRange)) {
-                 d.hang_timeout = format_seconds(*x);
-               }
-             }},
-            {"on_hang",
-             [&](const YAML::Node& v) {
-               if (auto x = r.choice(v, "distributed.on_hang", {"restart", "fail"})) d.on_hang = *x;
-             }},
-            {"batch_policy",
-             [&](const YAML::Node& v) {
-               if (auto x = r.choice(v, "distributed.batch_policy", {"global_batch", "per_rank_batch"})) {
-                 d.batch_policy = *x == "global_batch" ? BatchPolicy::GlobalBatch : BatchPolicy::PerRankBatch;
-               }
-             }},
-            {"batch_size",
-             [&](const YAML::Node& v) {
-               if (auto x = r.integer(v, "distributed.batch_size", 1, 1 << 30)) d.batch_size = static_cast<int>(*x);
-             }},
-        });
+  std::vector<std::string> policies;
+  for (const auto& o : launcher::run_option_table()) {
+    if (o.job_form == launcher::JobForm::BatchPolicy) policies.emplace_back(o.job_key);
+  }
+  std::map<std::string, std::function<void(const YAML::Node&)>> fields = {
+      {"batch_policy",
+       [&](const YAML::Node& v) {
+         if (auto x = r.choice(v, "distributed.batch_policy", policies)) {
+           d.batch_policy = *x == "global_batch" ? BatchPolicy::GlobalBatch : BatchPolicy::PerRankBatch;
+         }
+       }},
+      {"batch_size",
+       [&](const YAML::Node& v) {
+         const auto& range = *run_option("--global-batch").range;
+         if (auto x = r.integer(v, "distributed.batch_size", static_cast<long long>(range.min),
+                                static_cast<long long>(range.max))) {
+           d.batch_size = static_cast<int>(*x);
+         }
+       }},
+  };
+  constexpr std::string_view kPrefix = "distributed.";
+  for (const auto& o : launcher::run_option_table()) {
+    if (o.job_form != launcher::JobForm::Scalar || o.job_key.substr(0, kPrefix.size()) != kPrefix) continue;
+    fields[std::string(o.job_key.substr(kPrefix.size()))] = [&r, &given, &o](const YAML::Node& v) {
+      if (auto x = r.string(v, std::string(o.job_key), expected_form(o))) given.push_back({&o, *x, v});
+    };
+  }
+  r.map(n, "distributed", fields);
   if (n.IsMap() && (d.batch_policy != BatchPolicy::None) != (d.batch_size > 0)) {
     r.problem(n,
               "distributed: batch_policy and batch_size go together, e.g. batch_policy: global_batch "
@@ -434,6 +455,89 @@ void read_workdir(Reader& r, const YAML::Node& n, JobSpec& spec) {
   }
 }
 
+// A message of run's, which names its flags, in the job file's terms: "--max-restarts: must be ..." →
+// "distributed.max_restarts must be ...".
+std::string in_job_terms(std::string message) {
+  for (const auto& o : launcher::run_option_table()) {
+    if (o.job_form == launcher::JobForm::None) continue;
+    const std::string flag = o.flag();
+    const std::string key =
+        o.job_form == launcher::JobForm::BatchPolicy ? "distributed.batch_size" : std::string(o.job_key);
+    if (message.rfind(flag + ": ", 0) == 0) message = key + " " + message.substr(flag.size() + 2);
+    for (auto at = message.find(flag); at != std::string::npos; at = message.find(flag, at + 1)) {
+      const char next = at + flag.size() < message.size() ? message[at + flag.size()] : ' ';
+      if (std::isalnum(static_cast<unsigned char>(next)) || next == '-' || next == '_') continue;  // a longer flag
+      message.replace(at, flag.size(), key);
+    }
+  }
+  return message;
+}
+
+// The job's `ddp-launch run` options, in the option table's order: every row the job file has a key
+// for, with the job's value or the table's default.
+std::vector<std::string> run_options_of(const JobSpec& spec, const std::vector<GivenRunKey>& given) {
+  std::vector<std::string> out;
+  for (const auto& o : launcher::run_option_table()) {
+    const std::string flag = o.flag();
+    switch (o.job_form) {
+      case launcher::JobForm::None: break;
+      case launcher::JobForm::Scalar: {
+        std::string value(o.default_value);
+        if (o.job_key == "resources.nodes") value = std::to_string(spec.resources.nodes);
+        if (o.job_key == "resources.nproc_per_node") value = std::to_string(spec.resources.nproc_per_node);
+        for (const auto& g : given) {
+          if (g.option == &o) value = g.value;
+        }
+        if (!value.empty()) out.insert(out.end(), {flag, value});
+        break;
+      }
+      case launcher::JobForm::BatchPolicy: {
+        const auto policy = spec.distributed.batch_policy;
+        const std::string_view name = policy == BatchPolicy::GlobalBatch    ? "global_batch"
+                                      : policy == BatchPolicy::PerRankBatch ? "per_rank_batch"
+                                                                            : "";
+        if (name == o.job_key) out.insert(out.end(), {flag, std::to_string(spec.distributed.batch_size)});
+        break;
+      }
+      case launcher::JobForm::NamedMap:
+        for (const auto& [name, regex] : spec.metrics) out.insert(out.end(), {flag, name + "=" + regex});
+        break;
+    }
+  }
+  return out;
+}
+
+// The job's run options checked by `ddp-launch run`'s own parser and plan_run (the checks `run` makes,
+// on a batch node as `sbatch` checks them): each key alone, at its line, then all of them together.
+// The daemon's view of them (spec.distributed) is what run parsed.
+void check_run_keys(Reader& r, const YAML::Node& root, JobSpec& spec, const std::vector<GivenRunKey>& given) {
+  for (const auto& g : given) {
+    try {
+      launcher::plan_run(launcher::parse_run_argv({g.option->flag(), g.value, "--no-python", "x"}),
+                         launcher::batch_node_facts(1));
+    } catch (const UsageError& e) {
+      r.problem(g.at, in_job_terms(e.what()));
+    }
+  }
+  if (!r.problems.empty()) return;
+  spec.run_options = run_options_of(spec, given);
+  auto argv = spec.run_options;
+  argv.insert(argv.end(), {"--no-python", "x"});
+  try {
+    const auto a = launcher::parse_run_argv(argv);
+    launcher::plan_run(a, launcher::batch_node_facts(spec.resources.nodes));
+    auto& d = spec.distributed;
+    d.backend = a.backend;
+    d.store = a.store;
+    d.max_restarts = a.max_restarts;
+    d.shutdown_grace_s = launcher::run_option_seconds(a, "--shutdown-grace");
+    d.hang_timeout = a.hang_timeout;
+    d.on_hang = a.on_hang;
+  } catch (const UsageError& e) {
+    r.problem(root["distributed"] ? root["distributed"] : root, in_job_terms(e.what()));
+  }
+}
+
 // Every problem found, in file order, as one JobSpecError.
 void throw_if_problems(Reader& r, const std::string& file) {
   if (r.problems.empty()) return;
@@ -477,6 +581,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
   Reader r;
   check_keys_and_scalars(root, r.problems);
   bool has_command = false;
+  std::vector<GivenRunKey> given_run_keys;
   r.map(root, "the job",
         {
             {"apiVersion",
@@ -497,7 +602,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
             {"workdir", [&](const YAML::Node& n) { read_workdir(r, n, spec); }},
             {"env", [&](const YAML::Node& n) { read_env(r, n, spec); }},
             {"resources", [&](const YAML::Node& n) { read_resources(r, n, spec); }},
-            {"distributed", [&](const YAML::Node& n) { read_distributed(r, n, spec); }},
+            {"distributed", [&](const YAML::Node& n) { read_distributed(r, n, spec, given_run_keys); }},
             {"restart", [&](const YAML::Node& n) { read_restart(r, n, spec); }},
             {"limits", [&](const YAML::Node& n) { read_limits(r, n, spec); }},
             {"priority",
@@ -513,6 +618,7 @@ JobSpec parse_job_spec(std::string_view yaml, const std::string& file) {
             {"slurm", [&](const YAML::Node& n) { read_slurm(r, n, spec); }},
         });
   check_combinations(r, root, spec, has_command);
+  check_run_keys(r, root, spec, given_run_keys);
   throw_if_problems(r, file);
   return spec;
 }

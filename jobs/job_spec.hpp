@@ -32,13 +32,15 @@ struct JobResources {
   int gpus_per_node = 0;   // whole GPUs, never shared with another job
 };
 
+// The run options a job file gives (their keys, values and checks are rows of the launcher's option
+// table, launcher/run/run_option_table.hpp), as `ddp-launch run` parsed them: the daemon's own view.
 struct JobDistributed {
-  std::string backend = "gloo";  // gloo | nccl: the {backend} placeholder of `ddp-launch run`
-  std::string store = "agent";   // agent | rank0 | file: `ddp-launch run --store`
-  int max_restarts = 0;          // worker-group restarts inside one supervisor (torchrun's)
-  double shutdown_grace_s = 30;  // SIGTERM → SIGKILL when a group is stopped
-  std::string hang_timeout;      // `run --hang-timeout`: seconds, "auto" or "off"; empty: run's default (auto)
-  std::string on_hang;           // `run --on-hang`: restart | fail; empty: run's default (restart)
+  std::string backend = "gloo";       // `run --backend`: the {backend} placeholder
+  std::string store = "agent";        // `run --store`: agent | rank0 | file
+  int max_restarts = 0;               // `run --max-restarts`: worker-group restarts inside one supervisor
+  double shutdown_grace_s = 30;       // `run --shutdown-grace`: SIGTERM → SIGKILL when a group is stopped
+  std::string hang_timeout = "auto";  // `run --hang-timeout`: a duration, auto or off, as written
+  std::string on_hang = "restart";    // `run --on-hang`: restart | fail
   BatchPolicy batch_policy = BatchPolicy::None;
   int batch_size = 0;  // the global or per-rank batch, per batch_policy
 };
@@ -78,6 +80,10 @@ struct JobSpec {
   std::map<std::string, std::string> metrics;  // name → regex with one capture group (a number)
   std::string executor = "local";              // local | slurm
   JobSlurm slurm;                              // executor: slurm only
+  // `ddp-launch run` options from the job file's run keys (resources.nodes/nproc_per_node,
+  // distributed.*, metrics), in the option table's order, defaults included; parsed and checked by
+  // run's own parser and plan_run when the file was read.
+  std::vector<std::string> run_options;
 
   // The argv the job runs (command + args, or /bin/sh -c shell).
   std::vector<std::string> worker_argv() const;
@@ -106,10 +112,9 @@ class JobSpecError : public UsageError {
 // YAML text → JobSpec; `file` names the source in error messages ("job.yaml", "<request body>").
 JobSpec parse_job_spec(std::string_view yaml, const std::string& file);
 
-// The duration fields' ranges (common/duration.hpp reads and checks them).
+// The duration fields' ranges (common/duration.hpp reads and checks them); a run option's range is
+// in the launcher's option table.
 inline constexpr DurationRange kTimeoutRange{0.001, kMaxDurationS};     // limits.timeout
-inline constexpr DurationRange kShutdownGraceRange{0, 86400};           // distributed.shutdown_grace
-inline constexpr DurationRange kHangTimeoutRange{0.001, kMaxDurationS};  // distributed.hang_timeout
 inline constexpr DurationRange kBackoffRange{0, 30 * 86400.0};          // restart.backoff.*
 inline constexpr DurationRange kSlurmTimeLimitRange{1, kMaxDurationS};  // slurm.time_limit
 

@@ -19,6 +19,7 @@
 #include "launcher/run/argv_lint.hpp"
 #include "launcher/run/python_choice.hpp"
 #include "launcher/run/rdzv_conf.hpp"
+#include "launcher/run/run_option_table.hpp"
 #include "launcher/workers/batch_policy.hpp"
 #include "launcher/workers/cgroup.hpp"
 #include "launcher/workers/numa_binding.hpp"
@@ -157,10 +158,6 @@ void check_command(const RunArgs& a) {
                     "arguments come after the launcher's options",
                     a.command.front()));
   }
-  if (a.rdzv_backend != "static" && a.rdzv_backend != "c10d") {
-    throw UsageError(
-        fmt::format("--rdzv-backend {} is not available; use static (the default) or c10d", a.rdzv_backend));
-  }
   if (a.no_python && a.module && !a.run_path) throw UsageError("--no-python and --module cannot be combined");
 }
 
@@ -240,9 +237,6 @@ void plan_store(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c) {
     store = "file";
     c.filestore_path = path;
   }
-  if (store != "agent" && store != "rank0" && store != "file") {
-    throw UsageError(fmt::format("--store {}: give agent, rank0 or file", store));
-  }
   c.store_mode = store == "rank0" ? StoreMode::Rank0 : store == "file" ? StoreMode::File : StoreMode::Agent;
   if (c.dynamic && c.store_mode != StoreMode::Agent) {
     throw UsageError("--rdzv-backend c10d runs the workers' store itself: --store agent only");
@@ -258,17 +252,10 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
   c.redirects = parse_std_streams(a.redirects, nproc, "--redirects");
   c.tee = parse_std_streams(a.tee, nproc, "--tee");
   c.console_ranks = parse_local_ranks_filter(a.local_ranks_filter, nproc);
-  if (a.max_restarts < 0)
-    throw UsageError(fmt::format("--max-restarts {} is negative: give 0 or more", a.max_restarts));
   c.max_restarts = a.max_restarts;
-  c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a.rdzv_timeout * 1000));
+  c.rendezvous_timeout =
+      std::chrono::milliseconds(static_cast<long>(run_option_seconds(a, "--rdzv-timeout") * 1000 + 0.5));
   c.hang_timeout = parse_hang_timeout(a.hang_timeout);
-  if (a.on_hang != "restart" && a.on_hang != "fail") {
-    throw UsageError(
-        fmt::format("--on-hang '{}': give restart (a hang fails the attempt, restarted within --max-restarts) or fail "
-                    "(a hang ends the job)",
-                    a.on_hang));
-  }
   c.restart_on_hang = a.on_hang == "restart";
   c.events_path = a.events;
   c.handled_signals = parse_signals(a.signals_to_handle);
@@ -289,7 +276,7 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
 
 // --shutdown-grace, or torchrun's --shutdown-timeout / $TORCH_ELASTIC_SHUTDOWN_TIMEOUT.
 std::chrono::milliseconds plan_shutdown_grace(const RunArgs& a, const HostFacts& facts) {
-  double seconds = a.shutdown_grace;
+  double seconds = run_option_seconds(a, "--shutdown-grace");
   const char* source = "--shutdown-grace";
   if (!a.was_given("--shutdown-grace")) {
     for (const char* var : {"PET_SHUTDOWN_TIMEOUT", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"}) {
@@ -310,7 +297,7 @@ std::chrono::milliseconds plan_shutdown_grace(const RunArgs& a, const HostFacts&
     }
   }
   if (seconds < 0) throw UsageError(fmt::format("{} {} is negative: give seconds, e.g. 30", source, seconds));
-  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000 + 0.5));
 }
 
 void plan_batch_policy(const RunArgs& a, SupervisorConfig& c, RunPlan& plan) {
@@ -508,12 +495,7 @@ void check_windows(const RunArgs& a, const HostFacts& facts) {
         "--rdzv-backend c10d is not in the Windows build (joining the rendezvous needs our store client, which "
         "is POSIX-only so far); use one node, or --nnodes N --node-rank R --master-addr HOST on each");
   }
-  if (!a.memory_limit_per_rank.empty()) {
-    throw UsageError("--memory-limit-per-rank needs Linux's cgroups; the Windows build has no per-rank memory limit");
-  }
-  if (!a.numa_binding.empty()) {
-    throw UsageError("--numa-binding reads Linux's /sys NUMA nodes; the Windows build cannot bind ranks to them");
-  }
+  check_linux_only_options(a);
 }
 
 }  // namespace
@@ -521,6 +503,7 @@ void check_windows(const RunArgs& a, const HostFacts& facts) {
 RunPlan plan_run(const RunArgs& args, const HostFacts& facts) {
   RunArgs a = args;
   RunPlan plan;
+  check_run_option_values(a);  // the table's ranges and choices (CLI11 checked them already on the command line)
   check_command(a);
   check_unsupported(a, plan);
   check_windows(a, facts);

@@ -109,12 +109,13 @@ TEST_CASE("unknown keys are errors at their line and column, naming the known ke
 TEST_CASE("wrong types name the expected form") {
   check_problems({
       {"resources: {nproc_per_node: two}\n",
-       "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 1024, not 'two'"},
+       "job.yaml:3:29: resources.nproc_per_node must be an integer from 1 to 4096, not 'two'"},
       {"limits: {timeout: soon}\n", "a duration such as 30s"},
       {"limits: {timeout: [1]}\n", "limits.timeout must be a duration such as 30s"},
       {"restart: {backoff: {factor: x}}\n", "must be a number ≥"},
       {"env: [A, B]\n", "env must be a mapping"},
-      {"distributed: {backend: mpi}\n", "distributed.backend must be one of gloo | nccl, not 'mpi'"},
+      // The run option table's choices for run --backend (tests/unit/jobs/test_job_run_options.cpp).
+      {"distributed: {backend: tcp}\n", "distributed.backend must be one of gloo | nccl | mpi | ucc, not 'tcp'"},
       {"priority: high\n", "priority (higher runs first)"},
       {"resources: {nodes: 2}\n",
        "job.yaml:3:20: resources.nodes 2: a local job runs on this host alone (nodes: 1); several nodes "
@@ -237,16 +238,16 @@ TEST_CASE("every duration is range-checked: no overflow into 'expired at once', 
   CHECK(*parse_job_spec("name: a\ncommand: [x]\nlimits: {timeout: 1ms}\n", "j").timeout_s == 0.001);
 }
 
-TEST_CASE("distributed.hang_timeout and on_hang: run's flags when given, run's defaults otherwise") {
+TEST_CASE("distributed.hang_timeout and on_hang: run's flags as given, run's defaults otherwise") {
   LaunchContext ctx{"/bin/ddp-launch", "1", "/l", "/e.jsonl", {}};
   auto plain = launch_argv(parse_job_spec("name: a\ncommand: [x]\n", "j"), ctx);
-  CHECK(std::find(plain.begin(), plain.end(), "--hang-timeout") == plain.end());
-  CHECK(std::find(plain.begin(), plain.end(), "--on-hang") == plain.end());
+  CHECK(*(std::find(plain.begin(), plain.end(), "--hang-timeout") + 1) == "auto");
+  CHECK(*(std::find(plain.begin(), plain.end(), "--on-hang") + 1) == "restart");
   auto s = parse_job_spec("name: a\ncommand: [x]\ndistributed: {hang_timeout: 90s, on_hang: fail}\n", "j");
   auto argv = launch_argv(s, ctx);
   auto at = std::find(argv.begin(), argv.end(), "--hang-timeout");
   REQUIRE(at != argv.end());
-  CHECK(*(at + 1) == "90");
+  CHECK(*(at + 1) == "90s");  // as written: run reads the same durations
   auto on = std::find(argv.begin(), argv.end(), "--on-hang");
   REQUIRE(on != argv.end());
   CHECK(*(on + 1) == "fail");
@@ -255,8 +256,9 @@ TEST_CASE("distributed.hang_timeout and on_hang: run's flags when given, run's d
   CHECK(parse_job_spec("name: a\ncommand: [x]\ndistributed: {hang_timeout: auto}\n", "j").distributed.hang_timeout ==
         "auto");
   check_problems({
-      {"distributed: {hang_timeout: soon}\n", "distributed.hang_timeout (auto, off or a duration) must be"},
-      {"distributed: {hang_timeout: 0}\n", "distributed.hang_timeout (auto, off or a duration) must be at least 1ms"},
+      {"distributed: {hang_timeout: soon}\n",
+       "job.yaml:3:29: distributed.hang_timeout must be auto | off or a duration"},
+      {"distributed: {hang_timeout: 0}\n", "distributed.hang_timeout must be at least 1ms, not '0'"},
       {"distributed: {on_hang: retry}\n", "distributed.on_hang must be one of restart | fail"},
   });
 }
@@ -335,22 +337,31 @@ metrics: {loss: 'loss=([0-9.]+)', acc: 'acc ([0-9.]+)'}
                           "job.yaml");
   LaunchContext ctx{"/bin/ddp-launch", "17", "/state/jobs/17/run-0/logs", "/state/jobs/17/run-0/events.jsonl", {2, 3}};
   auto argv = launch_argv(s, ctx);
+  // The job file's run options in the option table's order (defaults included), then the daemon's.
   std::vector<std::string> expected = {"/bin/ddp-launch",
                                        "run",
-                                       "--nnodes",
-                                       "1",
                                        "--nproc-per-node",
                                        "2",
+                                       "--nnodes",
+                                       "1",
                                        "--max-restarts",
                                        "1",
-                                       "--shutdown-grace",
-                                       "2.5",
                                        "--store",
                                        "rank0",
+                                       "--shutdown-grace",
+                                       "2.5s",
+                                       "--hang-timeout",
+                                       "auto",
+                                       "--on-hang",
+                                       "restart",
                                        "--backend",
                                        "gloo",
                                        "--per-rank-batch",
                                        "32",
+                                       "--metric",
+                                       "acc=acc ([0-9.]+)",
+                                       "--metric",
+                                       "loss=loss=([0-9.]+)",
                                        "--rdzv-id",
                                        "job-17",
                                        "--log-dir",
@@ -359,10 +370,6 @@ metrics: {loss: 'loss=([0-9.]+)', acc: 'acc ([0-9.]+)'}
                                        "3",
                                        "--events",
                                        "/state/jobs/17/run-0/events.jsonl",
-                                       "--metric",
-                                       "acc=acc ([0-9.]+)",
-                                       "--metric",
-                                       "loss=loss=([0-9.]+)",
                                        "--no-python",
                                        "/usr/bin/python3",
                                        "train.py",
@@ -466,8 +473,9 @@ slurm: {partition: gpu, time_limit: 90m, sbatch_args: [--exclusive]}
   CHECK(b.chdir == "/data/w");
   CHECK(b.extra == std::vector<std::string>{"--gpus-per-node=2", "--exclusive"});
   CHECK(b.launcher == "/bin/ddp-launch");
-  CHECK(b.run_options == std::vector<std::string>{"--nproc-per-node", "4", "--max-restarts", "1", "--shutdown-grace",
-                                                  "5", "--store", "agent", "--backend", "gloo", "--no-python"});
+  CHECK(b.run_options == std::vector<std::string>{"--nproc-per-node", "4", "--max-restarts", "1", "--store", "agent",
+                                                  "--shutdown-grace", "5s", "--hang-timeout", "auto", "--on-hang",
+                                                  "restart", "--backend", "gloo", "--no-python"});
   CHECK(b.command == std::vector<std::string>{"/usr/bin/python3", "train.py", "--lr", "0.1"});
   CHECK(b.env.at("A") == "b");
   CHECK(b.env.at("DDP_JOB_ID") == "17");
