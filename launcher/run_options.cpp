@@ -261,7 +261,7 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
   if (a.max_restarts < 0)
     throw UsageError(fmt::format("--max-restarts {} is negative: give 0 or more", a.max_restarts));
   c.max_restarts = a.max_restarts;
-  c.rendezvous_timeout = std::chrono::milliseconds(static_cast<long>(a.rdzv_timeout * 1000));
+  c.rendezvous_timeout = ddp::seconds_to_millis_in(a.rdzv_timeout, {0, ddp::kMaxDurationS}, "--rdzv-timeout");
   c.hang_timeout = parse_hang_timeout(a.hang_timeout);
   if (a.on_hang != "restart" && a.on_hang != "fail") {
     throw UsageError(
@@ -310,7 +310,7 @@ std::chrono::milliseconds plan_shutdown_grace(const RunArgs& a, const HostFacts&
     }
   }
   if (seconds < 0) throw UsageError(fmt::format("{} {} is negative: give seconds, e.g. 30", source, seconds));
-  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+  return ddp::seconds_to_millis_in(seconds, {0, ddp::kMaxDurationS}, source);  // inf, nan, 1e300: an error
 }
 
 void plan_batch_policy(const RunArgs& a, SupervisorConfig& c, RunPlan& plan) {
