@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -80,7 +81,8 @@ bool MetricsRecorder::finish(nlohmann::json outcome, bool temporary_run_dir) {
   auto path = run_dir_ / "run.json";
   std::ofstream out(path);
   out << run_info_.dump(2) << '\n';
-  if (!out) spdlog::warn("cannot write {}", path.string());
+  out.close();  // a full disk fails the flush in close(), not the buffered <<
+  if (!out) spdlog::warn("cannot write {}: {}", path.string(), std::strerror(errno));
   return !temporary_run_dir || worker_rows_ > 0;
 }
 
