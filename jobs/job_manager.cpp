@@ -67,7 +67,7 @@ bool JobManager::run_live(const Job& job) { return job.rec.pid != 0 || !job.rec.
 
 void JobManager::persist(Job& job) {
   ++generation_;
-  db_.update_job(job.rec);
+  save(job);  // job_persistence.cpp: a full state directory is retried, never thrown into the job's life
 }
 
 void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
@@ -81,13 +81,13 @@ void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
   job.rec.state = to;
   job.rec.reason = reason;
   if (is_terminal(to)) job.rec.finished_at = now_seconds();
-  db_.transaction([&] {
-    persist(job);
-    if (from != to) {
-      db_.add_transition(job.rec.id, {now_seconds(), std::string(state_name(from)), std::string(state_name(to)), reason,
-                                      std::max(0, job.rec.runs - 1)});
-    }
-  });
+  ++generation_;
+  std::optional<TransitionRow> transition;
+  if (from != to) {
+    transition = TransitionRow{now_seconds(), std::string(state_name(from)), std::string(state_name(to)), reason,
+                               std::max(0, job.rec.runs - 1)};
+  }
+  save(job, std::move(transition));  // the record and its transition, in one transaction
   if (from != to)
     spdlog::info("job {} ({}): {} → {}: {}", job.rec.id, job.rec.name, state_name(from), state_name(to), reason);
   notify(job.rec.id);
@@ -164,10 +164,18 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
   job->rec.priority = spec.priority;
   job->rec.submitted_at = now_seconds();
   job->rec.reason = "queued";
-  db_.transaction([&] {
-    job->rec.id = db_.insert_job(job->rec);
-    db_.add_transition(job->rec.id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
-  });
+  try {
+    db_.transaction([&] {
+      job->rec.id = db_.insert_job(job->rec);
+      db_.add_transition(job->rec.id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
+    });
+  } catch (const Error& e) {
+    // Nothing of it exists yet: refused, not kept (a job the database never had would vanish at a restart).
+    throw JobError(JobErrorKind::Unavailable,
+                   fmt::format("cannot record the job: {}; free space in the daemon's state directory {} and "
+                               "submit again",
+                               e.what(), config_.state_dir.string()));
+  }
   auto id = job->rec.id;
   ++submitted_total_;
   auto& ref = *job;
@@ -341,15 +349,12 @@ void JobManager::read_events(Job& job) {
   for (const auto& why : chunk.unreadable)
     spdlog::warn("job {}: ignoring an unreadable event line: {}", job.rec.id, why);
   const auto& lines = chunk.events;
-  db_.transaction([&] {
-    for (const auto& line : lines) {
-      db_.add_event(job.rec.id, {line.event.time > 0 ? line.event.time : now_seconds(), std::max(0, job.rec.runs - 1),
-                                 events::type_name(line.event.payload),
-                                 line.raw.dump(-1, ' ', false, json::error_handler_t::replace)});
-    }
-    job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
-    persist(job);
-  });
+  // The rows are written from the file's bytes (job_persistence.cpp), with the record that says
+  // they are in: at once, or once a full state directory has room again.
+  const auto from = job.rec.events_offset;
+  job.rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
+  note_events(job, from, job.rec.events_offset);
+  persist(job);
   for (const auto& line : lines) apply_event(job, line.event);
   notify(job.rec.id);
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,9 @@ class JobManager {
     std::int64_t transitions = 0, events = 0;
   };
   nlohmann::json host() const;
+  // The state directory's health (GET /v1/host's "state_dir"): whether the database takes writes,
+  // and while it does not (a full disk) since when, why, and how many jobs wait to be written.
+  nlohmann::json state_dir_status() const;
   nlohmann::json timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const;
   const DaemonConfig& config() const { return config_; }
   std::string run_dir(JobId id) const;  // the latest run's directory; "" before the first
@@ -90,6 +94,14 @@ class JobManager {
   JobSpec checked_spec(const std::string& yaml, const std::string& file_name) const;
   void set_state(Job& job, JobState to, const std::string& reason);
   void persist(Job& job);
+  // job_persistence.cpp: every write of a job's record goes through save(); a failed write (a full
+  // state directory) is kept in memory and retried with a bounded back-off, never thrown into the
+  // job's life (a run that ends is still settled and its slots freed).
+  void save(Job& job, std::optional<TransitionRow> transition = std::nullopt);
+  void note_events(Job& job, std::int64_t from, std::int64_t to);
+  std::optional<std::string> write_unsaved(Job& job);  // the error when the database refused it
+  void flush_unsaved();
+  void on_write_failed(const std::string& why);
   void schedule();
   void launch(Job& job, const Placement& placement);
   void on_run_started(JobId id, int run, const RunHandle& handle);
@@ -138,6 +150,16 @@ class JobManager {
   std::uint64_t submitted_total_ = 0;
   std::uint64_t restarts_total_ = 0;
   std::uint64_t generation_ = 1;  // bumped by every change of a job or of the queue
+  // Writes that failed (job_persistence.cpp): the jobs to write again, and the episode's facts.
+  std::set<JobId> unsaved_;
+  struct WriteTrouble {
+    std::string error;
+    double since = 0;
+    std::uint64_t failures = 0;
+    std::chrono::milliseconds backoff{0};
+  };
+  std::optional<WriteTrouble> write_trouble_;
+  std::unique_ptr<boost::asio::steady_timer> flush_timer_;
 };
 
 }  // namespace ddp::jobs

@@ -182,7 +182,8 @@ json JobManager::host() const {
           {"gpus", gpus},
           {"queue", queue},
           {"jobs_by_state", by_state},
-          {"jobs_total", jobs_.size()}};
+          {"jobs_total", jobs_.size()},
+          {"state_dir", state_dir_status()}};
 }
 
 std::string JobManager::run_dir(JobId id) const { return find(id).rec.run_dir; }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "jobs/job_manager.hpp"
 #include "jobs/run_outcome.hpp"
@@ -24,6 +25,15 @@ struct JobManager::Job {
   JobState cancel_final = JobState::Cancelled;
   std::string cancel_reason;
   std::unique_ptr<boost::asio::steady_timer> timeout_timer, kill_timer, retry_timer;
+  // Not in the database yet (job_persistence.cpp: the state directory was full): its transitions
+  // in order, and the byte ranges of its runs' event files whose rows are still to be written.
+  struct EventRange {
+    std::string run_dir;
+    int run = 0;
+    std::int64_t from = 0, to = 0;
+  };
+  std::vector<TransitionRow> unsaved_transitions;
+  std::vector<EventRange> unsaved_events;
   // JSON texts for list (summary) and get (detail), valid while cached_at == the generation.
   mutable std::string summary, detail;
   mutable std::uint64_t summary_at = 0, detail_at = 0;
