@@ -176,10 +176,10 @@ class Supervisor {
     });
   }
 
-  // The hang watchdog's evidence: every output line of the current attempt (and its heartbeat
+  // The hang watchdog's evidence: any output of the current attempt (and its heartbeat
   // files, watched from each attempt's spawn).
   void watch_progress() {
-    router_.on_each_line([this](const RankOutput& r) {
+    router_.on_output([this](const RankOutput& r) {
       if (r.attempt == machine_.attempt()) progress_.on_progress(r.local_rank);
     });
   }
