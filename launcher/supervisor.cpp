@@ -37,6 +37,7 @@
 #include "platform/child_exits.hpp"
 #include "platform/containment.hpp"
 #include "platform/host.hpp"
+#include "platform/proc.hpp"
 #include "platform/stop_signals.hpp"
 #include "store/filestore_cleaner.hpp"
 
@@ -519,7 +520,15 @@ class Supervisor {
     if (machine_.state() != GroupState::Running || v.attempt != machine_.attempt() || hang_response_.busy()) return;
     hang_ = v;
     hang_evidence_.reset();
-    spdlog::error("hang detected: {}; taking every rank's stacks before stopping the group", hang_report(v));
+    std::string stopped;  // silence explained: a stopped rank (SIGSTOP, a debugger) cannot progress
+    for (const auto& r : v.silent) {
+      const Worker* w = workers_.of(r.local_rank);
+      if (!w || !w->alive) continue;
+      if (auto st = proc::stopped(w->pid)) {
+        stopped += fmt::format("\n    rank {} (pid {}): {}", r.rank, w->pid, stopped_rank_text(w->pid, *st));
+      }
+    }
+    spdlog::error("hang detected: {}{}; taking every rank's stacks before stopping the group", hang_report(v), stopped);
     HangResponseRequest req;
     const auto dir = config_.run_dir / fmt::format("attempt_{}", v.attempt);
     req.stacks_file = dir / "hang_stacks.txt";
