@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -40,7 +41,10 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_seconds(double seconds) {
-  if (seconds == std::floor(seconds)) return fmt::format("{}", static_cast<long long>(seconds));
+  // Whole numbers without ".0"; beyond 2^53 a double has no fraction and the cast could overflow.
+  if (std::abs(seconds) < 9e15 && seconds == std::floor(seconds)) {
+    return fmt::format("{}", static_cast<long long>(seconds));
+  }
   return fmt::format("{}", seconds);
 }
 
@@ -64,6 +68,23 @@ double parse_duration_in(std::string_view text, DurationRange range, std::string
   if (!v) throw UsageError(fmt::format("{} must be {}, not '{}'", what, kDurationForms, text));
   if (auto why = duration_range_problem(*v, range)) throw UsageError(fmt::format("{} {}, not '{}'", what, *why, text));
   return *v;
+}
+
+std::chrono::nanoseconds clamped_wait(double seconds) {
+  if (std::isnan(seconds) || seconds > kMaxTimerWaitS) seconds = kMaxTimerWaitS;
+  if (seconds < 0) seconds = 0;
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+}
+
+std::chrono::milliseconds seconds_to_millis_in(double seconds, DurationRange range, std::string_view what) {
+  if (!std::isfinite(seconds)) {
+    throw UsageError(fmt::format("{} {} is not a number of seconds: give e.g. 30 (at most {})", what, seconds,
+                                 format_duration(range.max_s)));
+  }
+  if (auto why = duration_range_problem(seconds, range)) {
+    throw UsageError(fmt::format("{} {}, not {}", what, *why, format_seconds(seconds)));
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000 + 0.5));
 }
 
 }  // namespace ddp

@@ -258,6 +258,19 @@ struct TimerExpired {
                    field("scope_id", self.scope_id); field("deadline", self.deadline); field("signal", self.signal);)
 };
 
+// A file of the run (a rank's stdout.log/stderr.log, metrics.csv, a filtered log) could not be
+// written: a full disk, a quota, an I/O error. Once per file, at its first failed write (or its
+// open); the ranks are not stopped or slowed, and the file lacks the bytes the summary counts.
+struct WriteFailed {
+  static constexpr std::string_view kType = "write_failed";
+  std::optional<int> attempt, rank;  // the rank whose log it is; null: not one rank's (metrics.csv)
+  std::string path;
+  std::string error;  // "No space left on device"
+  bool operator==(const WriteFailed&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("rank", self.rank); field("path", self.path);
+                   field("error", self.error);)
+};
+
 #undef DDP_EVENT_FIELDS
 
 // An event type this reader does not know (a newer writer's): its type and every field, kept.
@@ -270,7 +283,7 @@ struct Unknown {
 using Payload =
     std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
                  FilestoreCleaned, FilestoreFound, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                 RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, Unknown>;
+                 RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, WriteFailed, Unknown>;
 
 // One line of the stream.
 struct Event {

@@ -15,6 +15,7 @@ int http_status_of(JobErrorKind kind) {
     case JobErrorKind::NotFound: return 404;
     case JobErrorKind::Conflict: return 409;
     case JobErrorKind::DoesNotFit: return 422;
+    case JobErrorKind::Unavailable: return 503;
   }
   return 500;
 }

@@ -188,11 +188,13 @@ void JobDb::transaction(const std::function<void()>& f) {
   exec("BEGIN IMMEDIATE");
   try {
     f();
+    exec("COMMIT");
   } catch (...) {
-    exec("ROLLBACK");
+    // A statement or the COMMIT failed (a full disk: SQLITE_FULL). SQLite may have rolled back
+    // already; if not, the transaction is still open and every later BEGIN would be refused.
+    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
-  exec("COMMIT");
 }
 
 JobId JobDb::insert_job(const JobRecord& r) {

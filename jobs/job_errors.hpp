@@ -7,9 +7,10 @@
 namespace ddp::jobs {
 
 enum class JobErrorKind {
-  NotFound,    // no job with that id
-  Conflict,    // the job's state does not allow it (cancel of a finished job)
-  DoesNotFit,  // a request this host can never satisfy (more slots or GPUs than it has)
+  NotFound,     // no job with that id
+  Conflict,     // the job's state does not allow it (cancel of a finished job)
+  DoesNotFit,   // a request this host can never satisfy (more slots or GPUs than it has)
+  Unavailable,  // the daemon cannot take it now (its state directory is full): try again later
 };
 
 // `message` is the whole text: what() is a C string, cut at the first NUL a client's bytes may

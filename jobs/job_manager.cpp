@@ -27,8 +27,8 @@ JobManager::JobManager(asio::io_context& io, DaemonConfig config, JobShells shel
       shells_(shells),
       db_(shells.db),
       scheduler_(config_.inventory),
-      events_(shells.files, shells.db, shells.clock),
-      views_(book_, shells.db, scheduler_, config_.inventory,
+      events_(shells.files),
+      views_(book_, shells.db, scheduler_, config_.inventory, config_.state_dir,
              [this](const ManagedJob& job) -> const Executor& { return executor_of(job); }),
       kill_after_spawn_(fault_armed(kFaultKillAfterSpawn)) {
   if (kFaultInjectionBuilt && kill_after_spawn_) {
@@ -45,7 +45,7 @@ Executor& JobManager::executor_of(const Job& job) const {
 
 void JobManager::persist(Job& job) {
   ++book_.generation;
-  db_.update_job(job.rec);
+  save(job);  // job_persistence.cpp: a full state directory is retried, never thrown into the job's life
 }
 
 void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
@@ -59,13 +59,13 @@ void JobManager::set_state(Job& job, JobState to, const std::string& reason) {
   job.rec.state = to;
   job.rec.reason = reason;
   if (is_terminal(to)) job.rec.finished_at = now();
-  db_.transaction([&] {
-    persist(job);
-    if (from != to) {
-      db_.add_transition(job.rec.id, {now(), std::string(state_name(from)), std::string(state_name(to)), reason,
-                                      std::max(0, job.rec.runs - 1)});
-    }
-  });
+  ++book_.generation;
+  std::optional<TransitionRow> transition;
+  if (from != to) {
+    transition = TransitionRow{now(), std::string(state_name(from)), std::string(state_name(to)), reason,
+                               std::max(0, job.rec.runs - 1)};
+  }
+  save(job, std::move(transition));  // the record and its transition, in one transaction
   if (from != to)
     spdlog::info("job {} ({}): {} → {}: {}", job.rec.id, job.rec.name, state_name(from), state_name(to), reason);
   notify(job.rec.id);
@@ -142,10 +142,18 @@ json JobManager::submit(const std::string& yaml, const std::string& file_name) {
   job->rec.priority = spec.priority;
   job->rec.submitted_at = now();
   job->rec.reason = "queued";
-  db_.transaction([&] {
-    job->rec.id = db_.insert_job(job->rec);
-    db_.add_transition(job->rec.id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
-  });
+  try {
+    db_.transaction([&] {
+      job->rec.id = db_.insert_job(job->rec);
+      db_.add_transition(job->rec.id, {job->rec.submitted_at, "", "PENDING", "submitted", 0});
+    });
+  } catch (const Error& e) {
+    // Nothing of it exists yet: refused, not kept (a job the database never had would vanish at a restart).
+    throw JobError(JobErrorKind::Unavailable,
+                   fmt::format("cannot record the job: {}; free space in the daemon's state directory {} and "
+                               "submit again",
+                               e.what(), config_.state_dir.string()));
+  }
   auto id = job->rec.id;
   ++book_.submitted_total;
   auto& ref = *job;
@@ -308,10 +316,13 @@ int attempt_of(const events::Payload& event) {
 }  // namespace
 
 void JobManager::read_events(Job& job) {
-  auto fresh = events_.read_new(job.rec);  // recorded, with the new offset, before they are applied
+  auto fresh = events_.read_new(job.rec);  // parsed; the record's offset advanced past them
   if (!fresh) return;
-  ++book_.generation;
-  for (const auto& event : *fresh) apply_event(job, event);
+  // The rows are written from the file's bytes (job_persistence.cpp), with the record that says
+  // they are in: at once, or once a full state directory has room again.
+  note_events(job, fresh->from, fresh->to);
+  persist(job);
+  for (const auto& event : fresh->events) apply_event(job, event);
   notify(job.rec.id);
 }
 

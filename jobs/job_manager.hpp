@@ -14,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,14 @@ class JobManager {
   JobSpec checked_spec(const std::string& yaml, const std::string& file_name) const;
   void set_state(Job& job, JobState to, const std::string& reason);
   void persist(Job& job);
+  // job_persistence.cpp: every write of a job's record goes through save(); a failed write (a full
+  // state directory) is kept in memory and retried with a bounded back-off, never thrown into the
+  // job's life (a run that ends is still settled and its slots freed).
+  void save(Job& job, std::optional<TransitionRow> transition = std::nullopt);
+  void note_events(Job& job, std::int64_t from, std::int64_t to);
+  std::optional<std::string> write_unsaved(Job& job);  // the error when the database refused it
+  void flush_unsaved();
+  void on_write_failed(const std::string& why);
   void schedule();
   void launch(Job& job, const Placement& placement);
   void on_run_started(JobId id, int run, const RunHandle& handle);
@@ -125,6 +134,7 @@ class JobManager {
   std::multimap<JobId, std::pair<int, std::function<void()>>> subscribers_;
   std::map<int, std::function<void(JobId)>> change_watchers_;
   int next_subscriber_ = 1;
+  std::unique_ptr<boost::asio::steady_timer> flush_timer_;  // job_persistence.cpp's retry
 };
 
 }  // namespace ddp::jobs

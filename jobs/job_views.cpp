@@ -195,7 +195,8 @@ json JobViews::host() const {
           {"gpus", gpus},
           {"queue", queue},
           {"jobs_by_state", by_state},
-          {"jobs_total", book_.jobs.size()}};
+          {"jobs_total", book_.jobs.size()},
+          {"state_dir", state_dir_status()}};
 }
 
 bool JobViews::is_finished(JobId id) const { return is_terminal(book_.find(id).rec.state); }
@@ -275,6 +276,19 @@ JobCounts JobViews::counts() const {
     for (const auto& [rank, seen] : job->run.stragglers) c.stragglers.push_back({id, rank, seen.verdict.ratio});
   }
   return c;
+}
+
+json JobViews::state_dir_status() const {
+  json out{{"path", state_dir_.string()}, {"writable", !book_.write_trouble}, {"unsaved_jobs", book_.unsaved.size()}};
+  if (book_.write_trouble) {
+    out["error"] = book_.write_trouble->error;
+    out["since"] = book_.write_trouble->since;
+    out["failed_writes"] = book_.write_trouble->failures;
+    out["retry_ms"] = book_.write_trouble->backoff.count();
+  } else {
+    out["error"] = nullptr;
+  }
+  return out;
 }
 
 }  // namespace ddp::jobs

@@ -24,8 +24,13 @@ class JobViews {
  public:
   using ExecutorOf = std::function<const Executor&(const ManagedJob&)>;
   JobViews(const JobBook& book, JobDb& db, const Scheduler& scheduler, const HostInventory& inventory,
-           ExecutorOf executor_of)
-      : book_(book), db_(db), scheduler_(scheduler), inventory_(inventory), executor_of_(std::move(executor_of)) {}
+           std::filesystem::path state_dir, ExecutorOf executor_of)
+      : book_(book),
+        db_(db),
+        scheduler_(scheduler),
+        inventory_(inventory),
+        state_dir_(std::move(state_dir)),
+        executor_of_(std::move(executor_of)) {}
 
   bool exists(JobId id) const { return book_.exists(id); }
   bool is_finished(JobId id) const;  // throws JobError NotFound
@@ -51,6 +56,9 @@ class JobViews {
     std::int64_t transitions = 0, events = 0;
   };
   nlohmann::json host() const;
+  // The state directory's health (GET /v1/host's "state_dir"): whether the database takes writes,
+  // and while it does not (a full disk) since when, why, and how many jobs wait to be written.
+  nlohmann::json state_dir_status() const;
   nlohmann::json timeline_since(JobId id, TimelineCursor& cursor, std::size_t limit) const;
 
  private:
@@ -60,6 +68,7 @@ class JobViews {
   JobDb& db_;
   const Scheduler& scheduler_;
   const HostInventory& inventory_;
+  std::filesystem::path state_dir_;
   ExecutorOf executor_of_;
 };
 

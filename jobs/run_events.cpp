@@ -21,7 +21,7 @@ std::optional<int> RunEventReader::watch(const fs::path& run_dir, std::function<
 
 void RunEventReader::unwatch(int token) { files_.unwatch(token); }
 
-std::optional<std::vector<events::Event>> RunEventReader::read_new(JobRecord& rec) {
+std::optional<RunEventReader::NewEvents> RunEventReader::read_new(JobRecord& rec) {
   if (rec.run_dir.empty()) return std::nullopt;
   std::ifstream in(events_file(rec.run_dir), std::ios::binary);
   if (!in) return std::nullopt;
@@ -30,18 +30,12 @@ std::optional<std::vector<events::Event>> RunEventReader::read_new(JobRecord& re
   auto chunk = parse_event_lines(data);
   if (chunk.consumed == 0) return std::nullopt;  // only a partial line so far
   for (const auto& why : chunk.unreadable) spdlog::warn("job {}: ignoring an unreadable event line: {}", rec.id, why);
-  std::vector<events::Event> out;
-  db_.transaction([&] {
-    for (const auto& line : chunk.events) {
-      db_.add_event(rec.id, {line.event.time > 0 ? line.event.time : clock_.now(), std::max(0, rec.runs - 1),
-                             events::type_name(line.event.payload),
-                             line.raw.dump(-1, ' ', false, json::error_handler_t::replace)});
-    }
-    rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
-    db_.update_job(rec);
-  });
-  out.reserve(chunk.events.size());
-  for (auto& line : chunk.events) out.push_back(std::move(line.event));
+  NewEvents out;
+  out.from = rec.events_offset;
+  rec.events_offset += static_cast<std::int64_t>(chunk.consumed);
+  out.to = rec.events_offset;
+  out.events.reserve(chunk.events.size());
+  for (auto& line : chunk.events) out.events.push_back(std::move(line.event));
   return out;
 }
 

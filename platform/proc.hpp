@@ -36,6 +36,17 @@ struct ProcStat {
 // nullopt when the process is gone, a zombie, or its stat unreadable.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
 
+// A process that cannot run until it is continued: stopped by a signal (SIGSTOP, SIGTSTP, SIGTTIN,
+// SIGTTOU: Linux state T) or held by a tracer (a debugger; state t, or TracerPid set). Who sent a
+// stop signal is recorded nowhere; a tracer is known. nullopt: running, sleeping, gone, or not known
+// (Windows: not read).
+struct StoppedProcess {
+  bool traced = false;         // a tracer holds it (its stop is the tracer's)
+  pid_t tracer = 0;            // the tracer's pid; 0 when none or unknown
+  std::string tracer_cmdline;  // "" when unknown
+};
+std::optional<StoppedProcess> stopped(pid_t pid);
+
 // Ends process `pid` (SIGKILL; Windows: TerminateProcess) when it still runs with this start time
 // (read_proc_stat's) as this user: a pid the OS gave to another process since, or another user's
 // process, is left alone. True when it was ended.

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/clock.hpp"
+#include "common/duration.hpp"
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
 #include "common/signals.hpp"
@@ -145,14 +146,17 @@ void FileTimerServer::arm() {
     timer_.cancel();  // nothing due: no wake-up at all
     return;
   }
-  auto wait = std::chrono::duration<double>(std::max(0.0, *next - now_seconds()));
-  timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait));
+  // A worker's deadline may be anything JSON holds (1e300: past the nanosecond clock's 2262): the
+  // wait is clamped (common/duration.hpp), and a far deadline is re-armed after the longest wait.
+  timer_.expires_after(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(clamped_wait(*next - now_seconds())));
   timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) on_timer();
   });
 }
 
 void FileTimerServer::on_timer() {
+  ++wakeups_;
   armed_for_.reset();
   for (auto& e : table_.take_expired(now_seconds())) reap(std::move(e));
   arm();  // the next deadline, or (the clocks differing by a hair) the same one again

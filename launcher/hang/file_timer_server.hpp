@@ -6,7 +6,9 @@
 // - The FIFO is opened O_RDWR|O_NONBLOCK and kept open: a client's non-blocking open for writing
 //   always finds a reader (no ENXIO, no EPIPE while the supervisor lives), and the read end never
 //   sees end-of-file when the last writer closes, so readiness means data (no spinning on EOF).
-// - One steady_timer, armed for the earliest deadline only: no wake-up while nothing is due.
+// - One steady_timer, armed for the earliest deadline only: no wake-up while nothing is due. A
+//   deadline further off than a day (any double a worker sends, 1e300 included) waits a day and
+//   re-arms, never a wrapped negative wait that fires again and again.
 // - On expiry the request's pid gets the request's signal, and nothing else does: unlike torch's
 //   FileTimerServer in later releases, the supervisor never signals itself. Only a live worker of
 //   the current attempt or a descendant of one is signalled (`Hooks::rank_of`); a request naming
@@ -57,6 +59,7 @@ class FileTimerServer {
   void stop();
 
   std::size_t timers() const { return table_.size(); }
+  std::size_t wakeups() const { return wakeups_; }  // the deadline timer's firings (a far one: none)
 
  private:
   void create_fifo();
@@ -74,6 +77,7 @@ class FileTimerServer {
   boost::asio::steady_timer timer_;
   std::optional<double> armed_for_;  // the deadline the timer waits for
   bool serving_ = false;
+  std::size_t wakeups_ = 0;
   TimerLineSplitter lines_;
   FileTimerTable table_;
   OncePerSender malformed_;  // bad requests, per sender pid (-1: none known)

@@ -251,6 +251,12 @@ void HangForensics::Collection::signal_phase() {
   std::vector<TargetState*> to_signal;
   for (auto& ts : targets) {
     if (ts->done) continue;
+    // A stopped process cannot run faulthandler's handler: say so, do not wait out the bound.
+    if (auto st = proc::stopped(ts->t.pid)) {
+      ts->stacks.missing = stopped_rank_text(ts->t.pid, *st);
+      ts->done = true;
+      continue;
+    }
     if (!ts->t.output) {
       ts->stacks.missing = "its stderr is not routed through the supervisor";
       ts->done = true;

@@ -6,13 +6,13 @@
 //   1. native ranks (/proc/PID/exe is not a python), when gdb is there: `gdb -p PID -batch -nx -ex
 //      'thread apply all bt'`, all at once, each within gdb_timeout. gdb stops a rank only while it
 //      reads it, so the others' stacks are what the hang left.
-//   2. then, all at once: SIGABRT to every Python rank (PYTHONFAULTHANDLER=1, set by worker_env:
-//      faulthandler writes every thread's traceback to stderr, then the process dies; its
-//      RLIMIT_CORE is set to 0 first, so no core file is left) and to every native rank gdb could
-//      not read (the worker SDK's handler writes a backtrace: worker/stack_dump.hpp). The dump
-//      arrives on the rank's stderr pipe, which the log router reads (capture_stream): it ends at
-//      the pipe's end, or `exit_grace` after the rank is gone (a child that inherited the pipe
-//      keeps it open), or at the bound.
+//   2. then, all at once: SIGABRT to every Python rank (a stopped rank, SIGSTOP or a debugger's,
+//      cannot act on it: it is named as stopped at once instead of waited for) (PYTHONFAULTHANDLER=1, set by
+//      worker_env: faulthandler writes every thread's traceback to stderr, then the process dies; its RLIMIT_CORE is
+//      set to 0 first, so no core file is left) and to every native rank gdb could not read (the worker SDK's handler
+//      writes a backtrace: worker/stack_dump.hpp). The dump arrives on the rank's stderr pipe, which the log router
+//      reads (capture_stream): it ends at the pipe's end, or `exit_grace` after the rank is gone (a child that
+//      inherited the pipe keeps it open), or at the bound.
 //
 // The signalled ranks die of SIGABRT: the supervisor, which kills the group next anyway, must
 // neither restart nor tear down the group on those exits before `done` (the stacks would be cut).
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "launcher/hang/stack_report.hpp"
+#include "platform/proc.hpp"
 
 namespace ddp::launcher {
 
@@ -42,12 +43,17 @@ struct StackTarget {
 };
 
 struct HangForensicsOptions {
-  std::chrono::milliseconds bound{10000};      // `done` comes within this
+  std::chrono::milliseconds bound{10000};       // `done` comes within this
   std::chrono::milliseconds gdb_timeout{6000};  // the gdb runs (together) are stopped after this
-  std::chrono::milliseconds exit_grace{300};   // a signalled rank gone: its last bytes are read by then
-  std::optional<std::filesystem::path> gdb;    // nullopt: no gdb (every rank takes the SIGABRT route)
+  std::chrono::milliseconds exit_grace{300};    // a signalled rank gone: its last bytes are read by then
+  std::optional<std::filesystem::path> gdb;     // nullopt: no gdb (every rank takes the SIGABRT route)
   SourceLineReader read_line = read_source_line;
 };
+
+// Why a stopped rank (SIGSTOP, a debugger: proc::stopped) gives no stack and what resumes it:
+// "it is stopped (SIGSTOP or another stop signal; who sent it is not recorded): ..." or "it is held
+// by a tracer, pid 812 (gdb -p 4242): ...".
+std::string stopped_rank_text(pid_t pid, const proc::StoppedProcess& s);
 
 // `name` found in the directories of `path_env` (a PATH value): the first executable file.
 std::optional<std::filesystem::path> find_on_path(std::string_view name, std::string_view path_env);

@@ -7,6 +7,19 @@
 
 namespace ddp::launcher {
 
+// Declared in hang_forensics.hpp; here so the Windows build, which reads no stops, links it too.
+std::string stopped_rank_text(pid_t pid, const proc::StoppedProcess& s) {
+  if (s.traced && s.tracer > 0) {
+    return fmt::format("it is held by a tracer, pid {}{}: a traced process runs only when its tracer lets it", s.tracer,
+                       s.tracer_cmdline.empty() ? "" : fmt::format(" ({})", s.tracer_cmdline));
+  }
+  if (s.traced) return "it is stopped by a tracer (a debugger): it runs only when its tracer lets it";
+  return fmt::format(
+      "it is stopped (SIGSTOP or another stop signal; who sent it is not recorded): a stopped process cannot "
+      "write its stacks or make progress until `kill -CONT {}`",
+      pid);
+}
+
 void HangResponse::gather(HangResponseRequest request, std::function<void(HangEvidence)> done) {
   busy_ = true;
   HangEvidence evidence;

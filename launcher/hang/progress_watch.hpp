@@ -1,7 +1,7 @@
 #pragma once
 // The progress watchdog's driver: ONE steady_timer, set to the earliest deadline the pure judge
 // (launcher/hang/progress_watchdog.hpp) names. Progress only records a time in the judge: no timer is
-// re-armed per output line. When the timer fires the judge looks again: a rank that progressed
+// re-armed per output. When the timer fires the judge looks again: a rank that progressed
 // meanwhile moved its deadline, so the timer is re-armed for the new earliest one, or the verdict
 // goes to the supervisor (hooks.hung), which emits the event and dispatches HangDetected. While
 // nothing is due nothing wakes: in auto mode before any rank is watched the timer waits only for
@@ -39,7 +39,7 @@ class ProgressWatch {
 
   // The attempt's ranks (global ranks by local rank) were all spawned: watch them from now.
   void begin(int attempt, const std::vector<int>& global_ranks, int world_size = 0);
-  // Progress evidence of a local rank of the current attempt (an output line, a heartbeat; the
+  // Progress evidence of a local rank of the current attempt (output, a heartbeat; the
   // torch elastic timer's requests may report here too). Cheap: a time recorded.
   void on_progress(int local_rank, ProgressTime t = ProgressClock::now());
   void forget(int local_rank);  // the rank exited

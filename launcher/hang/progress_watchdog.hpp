@@ -2,9 +2,9 @@
 // The progress watchdog's judgment: a rank that stops making progress while the others wait in a
 // collective is found and named, instead of a silent freeze until NCCL's 10-minute timeout (or
 // gloo's forever). Pure, on a clock it is given: the driver (launcher/hang/progress_watch.hpp) feeds it
-// the progress evidence of each local rank (a new output line, a metric line, a heartbeat-file
-// write, the torch elastic timer's requests) and asks it, when the earliest deadline comes, whether
-// a rank hangs.
+// the progress evidence of each local rank (any output, a tqdm bar's `\r` redraw included, a metric line, a
+// heartbeat-file write, the torch elastic timer's requests) and asks it, when the earliest deadline comes, whether a
+// rank hangs.
 //
 // --hang-timeout SECONDS|auto|off (default auto):
 //   SECONDS  a rank silent that long hangs; its clock starts when it is spawned.

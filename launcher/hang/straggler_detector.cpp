@@ -134,13 +134,21 @@ std::optional<StragglerVerdict> StragglerWatch::on_row(const MetricRow& row, dou
   if (!row.step || row.attempt < attempt_) return std::nullopt;
   if (row.attempt > attempt_) {
     attempt_ = row.attempt;
-    highest_step_.clear();
+    highest_.clear();
+    sequences_.clear();
     detector_.reset();
   }
-  auto [it, first] = highest_step_.try_emplace(row.rank, *row.step);
+  // A metric's step that goes back starts its next epoch (per-epoch batch indices: the ImageNet
+  // example's `Epoch: [1][ 10/500]`); compared per metric, so a metric logged less often (its own
+  // smaller steps) never reads as a new epoch.
+  auto [seq, fresh] = sequences_.try_emplace({row.rank, row.name}, Sequence{*row.step, 0});
+  if (!fresh && *row.step < seq->second.last) ++seq->second.epoch;
+  seq->second.last = *row.step;
+  const Progress at{seq->second.epoch, *row.step};
+  auto [it, first] = highest_.try_emplace(row.rank, at);
   if (!first) {
-    if (*row.step <= it->second) return std::nullopt;  // another metric of a step already counted
-    it->second = *row.step;
+    if (at <= it->second) return std::nullopt;  // another metric of a step already counted
+    it->second = at;
   }
   return detector_.on_step(row.rank, time_s);
 }

@@ -47,6 +47,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "launcher/outputs/metrics.hpp"
 
@@ -111,10 +112,12 @@ std::optional<double> median(std::deque<double> values);
 // The median absolute deviation from the median; 0 when empty.
 double median_deviation(const std::deque<double>& values);
 
-// The shell's input: metric rows → step reports. A row with a step counts when its step is higher
-// than any its rank reported in this attempt (several metrics of one step are one report; a metric
-// logged less often never goes back). A row of a later attempt starts over (new processes); rows
-// of an earlier one are ignored.
+// The shell's input: metric rows → step reports. A row with a step counts when its (epoch, step)
+// is past any its rank reported in this attempt (several metrics of one step are one report; a
+// metric logged less often never goes back). A metric whose step goes back (batch indices that
+// restart every epoch, `Epoch: [1][ 10/500]`) starts its next epoch: its steps count again, instead
+// of being dropped as old ones until the end of the run. A row of a later attempt starts over (new
+// processes); rows of an earlier one are ignored.
 class StragglerWatch {
  public:
   explicit StragglerWatch(double threshold) : detector_(threshold) {}
@@ -124,7 +127,13 @@ class StragglerWatch {
  private:
   StragglerDetector detector_;
   int attempt_ = -1;
-  std::map<int, double> highest_step_;  // rank → highest step reported in attempt_
+  using Progress = std::pair<std::int64_t, double>;  // (epoch, step)
+  struct Sequence {
+    double last = 0;         // the metric's last step
+    std::int64_t epoch = 0;  // how often its step went back
+  };
+  std::map<std::pair<int, std::string>, Sequence> sequences_;  // (rank, metric) in attempt_
+  std::map<int, Progress> highest_;                            // rank → furthest reported in attempt_
 };
 
 // "rank 1 is a straggler: 0.41× the median step rate (0.52 s/step vs 0.21 s/step)

@@ -15,17 +15,54 @@ FileWriter::FileId FileWriter::open(std::filesystem::path path, Mode mode, std::
   // the daemon's `logs -f`) finds it, as it finds the rank. Creating a file is not what a slow
   // disk delays; writing is.
   std::FILE* stream = nullptr;
-  if (!finished()) {  // after finish() nothing is written: no file either
+  int open_error = 0;
+  const bool was_finished = finished();
+  if (!was_finished) {  // after finish() nothing is written: no file either
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
     stream = std::fopen(path.string().c_str(), mode == Mode::Append ? "ab" : "wb");
-    if (!stream && on_error) on_error(errno);
+    open_error = stream ? 0 : errno;
+    if (!stream && on_error) on_error(open_error);
+    // Unbuffered: each queued write is one write(2) (a pipe read's worth, a metric row), and a full
+    // disk shows at the write that failed, with the exact count of what it did not take.
+    if (stream) std::setvbuf(stream, nullptr, _IONBF, 0);
   }
-  std::lock_guard lock(mu_);
-  const FileId id = files_.size();
-  files_.push_back(File{stream});
-  if (!done_ && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  FileId id = 0;
+  File* file = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    id = files_.size();
+    file = &files_.emplace_back(File{stream, path});
+    if (!done_ && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  }
+  if (!stream && !was_finished) failed(*file, id, open_error, std::nullopt);
   return id;
+}
+
+void FileWriter::failed(File& f, FileId id, int error, std::optional<std::uintmax_t> lost) {
+  bool first = false;
+  Failure failure;
+  {
+    std::lock_guard lock(mu_);
+    if (lost) {  // a write (not the open)
+      ++f.failed;
+      f.lost += *lost;
+    }
+    first = f.error == 0;
+    if (first) f.error = error ? error : EIO;
+    failure = {id, f.path, f.error};
+  }
+  if (first && on_failure_) on_failure_(failure);
+}
+
+std::vector<FileWriter::Loss> FileWriter::losses() const {
+  std::lock_guard lock(mu_);
+  std::vector<Loss> out;
+  for (FileId id = 0; id < files_.size(); ++id) {
+    const auto& f = files_[id];
+    if (f.error) out.push_back({{id, f.path, f.error}, f.lost, f.written});
+  }
+  return out;
 }
 
 bool FileWriter::write(FileId file, std::string bytes, bool droppable) {
@@ -101,7 +138,6 @@ void FileWriter::loop() {
 }
 
 void FileWriter::run(std::deque<Entry>& batch) {
-  std::vector<File*> touched;
   for (auto& e : batch) {
     File* f;
     {
@@ -110,15 +146,23 @@ void FileWriter::run(std::deque<Entry>& batch) {
     }
     if (e.op == Op::Close) {
       if (f->stream) std::fclose(std::exchange(f->stream, nullptr));
-    } else if (!f->stream || std::fwrite(e.bytes.data(), 1, e.bytes.size(), f->stream) != e.bytes.size()) {
-      std::lock_guard lock(mu_);
-      ++f->failed;
-    } else {
-      touched.push_back(f);
+      continue;
     }
-  }
-  for (File* f : touched) {
-    if (f->stream) std::fflush(f->stream);
+    if (!f->stream) {
+      failed(*f, e.file, EBADF, e.bytes.size());
+      continue;
+    }
+    errno = 0;
+    const std::size_t done = std::fwrite(e.bytes.data(), 1, e.bytes.size(), f->stream);
+    const int error = errno;
+    {
+      std::lock_guard lock(mu_);
+      f->written += done;
+    }
+    if (done != e.bytes.size()) {
+      std::clearerr(f->stream);  // the next write tries again: the disk may have room by then
+      failed(*f, e.file, error, e.bytes.size() - done);
+    }
   }
 }
 

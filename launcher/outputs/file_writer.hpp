@@ -7,17 +7,24 @@
 //   - kept bytes (a rank's own output: its file holds the worker's bytes exactly) are always
 //     queued; the caller stops reading that rank's pipe while backlogged() and resumes from
 //     when_below_bound(), so only that worker waits for the disk, as it would writing itself.
+// A write that fails (a full disk, a quota, an I/O error) never stops or blocks anything: the
+// file's first failure is reported at once through on_failure (the supervisor says it and emits an
+// event), the bytes it lost are counted (losses()), and later writes are tried again (the disk may
+// have room again; the file then has a gap, which the count says). Streams are unbuffered, so a
+// failure is seen at the write that failed and its count is exact, not hidden in a later flush.
 // Files are created by open() itself (directories too), so a reader who learns of a file finds
 // it; the bytes go through the writer thread, and every batch is flushed, so a reader (tail -f, a test) sees it at
 // once. No thread is started until a file is opened.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +61,23 @@ class FileWriter {
   // Writes to `file` that could not be done (the file could not be opened or written).
   std::size_t failed_writes(FileId file) const;
 
+  // A file that could not be opened or written: its first failure.
+  struct Failure {
+    FileId file = 0;
+    std::filesystem::path path;
+    int error = 0;  // errno
+  };
+  // Called once per file, at its first failure: on the writer thread (post it to your loop), or
+  // in open(). Set before the first open.
+  void on_failure(std::function<void(const Failure&)> f) { on_failure_ = std::move(f); }
+  // Every file that lost bytes (or could not be opened): its first error and the bytes not written.
+  struct Loss {
+    Failure failure;
+    std::uintmax_t lost_bytes = 0;
+    std::uintmax_t written_bytes = 0;
+  };
+  std::vector<Loss> losses() const;
+
  private:
   enum class Op { Write, Close };
   bool finished() const;
@@ -64,8 +88,14 @@ class FileWriter {
   };
   struct File {
     std::FILE* stream = nullptr;  // set by open(); then the writer thread's only
-    std::size_t failed = 0;       // under mu_
+    std::filesystem::path path;
+    std::size_t failed = 0;  // under mu_ (from here: failed, error, lost, written)
+    int error = 0;           // the first failure's errno
+    std::uintmax_t lost = 0;
+    std::uintmax_t written = 0;
   };
+  // A write that lost `lost` bytes (writer thread), or the open that failed (nullopt).
+  void failed(File& f, FileId id, int error, std::optional<std::uintmax_t> lost);
   void enqueue(Entry entry);
   void loop();
   void run(std::deque<Entry>& batch);  // writer thread, without the lock
@@ -81,6 +111,7 @@ class FileWriter {
   bool done_ = false;
   std::deque<File> files_;  // by FileId; stable addresses
   std::vector<std::function<void()>> waiters_;
+  std::function<void(const Failure&)> on_failure_;
   std::thread thread_;
 };
 

@@ -160,6 +160,7 @@ void LogRouter::on_read(RankOutput& r, RankStream& s, FILE* console, std::size_t
   // The file gets the worker's bytes exactly (long lines, binary, a last line without newline).
   if (s.file) files_.write(*s.file, std::string(s.buf.data(), n), false);
   for (auto& line : s.lines.feed(std::string_view(s.buf.data(), n))) on_line(r, s, console, std::move(line));
+  if (n > 0 && output_hook_) output_hook_(r);
   if (!s.file || !files_.backlogged()) {
     read(r, s, console);
     return;
@@ -181,7 +182,6 @@ void LogRouter::on_line(RankOutput& r, RankStream& s, FILE* console, std::string
   metrics_.on_line(r.attempt, r.rank, line);
   filtered_.on_line(r.attempt, is_stderr, r.prefix, line);
   if (s.console) console_.write(console, fmt::format("{}{}\n", r.prefix, line));
-  if (line_hook_) line_hook_(r);
 }
 
 }  // namespace ddp::launcher

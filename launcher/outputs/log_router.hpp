@@ -118,9 +118,11 @@ class LogRouter {
   // `r` must outlive the reads (the supervisor keeps every attempt's ranks to its end).
   void start(RankOutput& r, platform::NativeHandle stdout_fd, platform::NativeHandle stderr_fd,
              const RankRouting& routing, const std::filesystem::path& dir);
-  // Called for every whole line a rank printed (either stream), after it was routed: the hang
-  // watchdog's progress evidence. Must be cheap: it runs once per line.
-  void on_each_line(std::function<void(const RankOutput&)> hook) { line_hook_ = std::move(hook); }
+  // Called for every read of a rank's output (either stream), after it was routed: the hang
+  // watchdog's progress evidence. Any bytes count, not only whole lines: a progress bar (tqdm)
+  // redraws itself with `\r` and writes no newline until it closes. Must be cheap: it runs once
+  // per read.
+  void on_output(std::function<void(const RankOutput&)> hook) { output_hook_ = std::move(hook); }
 
  private:
   void read(RankOutput& r, RankStream& s, FILE* console);
@@ -134,7 +136,7 @@ class LogRouter {
   MetricsRecorder& metrics_;
   FilteredLogWriter& filtered_;
   std::function<void()> on_stream_end_;
-  std::function<void(const RankOutput&)> line_hook_;
+  std::function<void(const RankOutput&)> output_hook_;
   const bool slow_reads_;  // fault injection (common/fault_injection.hpp): slow-pipe-reads
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -62,7 +63,8 @@ bool MetricsRecorder::finish(nlohmann::json outcome, bool temporary_run_dir) {
   // argv and env are bytes_to_json's already; the outcome's texts (worker output among them) are
   // shown, not read back: a byte that is no UTF-8 there is written as U+FFFD rather than failing.
   out << run_info_.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  if (!out) spdlog::warn("cannot write {}", path.string());
+  out.close();  // a full disk fails the flush in close(), not the buffered <<
+  if (!out) spdlog::warn("cannot write {}: {}", path.string(), std::strerror(errno));
   return !temporary_run_dir || worker_rows_ > 0;
 }
 

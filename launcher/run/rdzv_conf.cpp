@@ -5,6 +5,7 @@
 #include <map>
 #include <string_view>
 
+#include "common/duration.hpp"
 #include "common/error.hpp"
 
 namespace ddp::launcher {
@@ -14,10 +15,12 @@ double conf_seconds(const std::string& key, const std::string& value) {
   try {
     std::size_t used = 0;
     double v = std::stod(value, &used);
-    if (used == value.size() && v > 0) return v;
+    // stod reads "inf", "nan" and 1e300 too; a timer cannot wait that long.
+    if (used == value.size() && v > 0 && v <= kMaxDurationS) return v;
   } catch (const std::exception&) {
   }
-  throw UsageError(fmt::format("--rdzv-conf {}={}: give a positive number of seconds", key, value));
+  throw UsageError(fmt::format("--rdzv-conf {}={}: give a positive number of seconds, at most {}", key, value,
+                               format_duration(kMaxDurationS)));
 }
 
 bool conf_bool(const std::string& key, const std::string& value) {
@@ -92,11 +95,11 @@ std::vector<std::string> apply_rdzv_conf(const std::string& conf, RendezvousConf
             fmt::format("--rdzv-conf {}: accepted for torchrun compatibility, no effect here ({})", key, it->second));
       seen[key] = true;
     } else {
-      throw UsageError(
-          fmt::format("--rdzv-conf: unknown key '{}' (ddp-launch uses join_timeout, last_call_timeout, "
-                      "heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt, is_host, "
-                      "exit_barrier_timeout, store_lost_timeout, connection_grace; torch's other keys are accepted and ignored)",
-                      key));
+      throw UsageError(fmt::format(
+          "--rdzv-conf: unknown key '{}' (ddp-launch uses join_timeout, last_call_timeout, "
+          "heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt, is_host, "
+          "exit_barrier_timeout, store_lost_timeout, connection_grace; torch's other keys are accepted and ignored)",
+          key));
     }
   }
   if (heartbeat > 0) {

@@ -254,7 +254,7 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
   c.console_ranks = parse_local_ranks_filter(a.local_ranks_filter, nproc);
   c.max_restarts = a.max_restarts;
   c.rendezvous_timeout =
-      std::chrono::milliseconds(static_cast<long>(run_option_seconds(a, "--rdzv-timeout") * 1000 + 0.5));
+      ddp::seconds_to_millis_in(run_option_seconds(a, "--rdzv-timeout"), {0, ddp::kMaxDurationS}, "--rdzv-timeout");
   c.hang_timeout = parse_hang_timeout(a.hang_timeout);
   c.restart_on_hang = a.on_hang == "restart";
   c.events_path = a.events;
@@ -297,7 +297,7 @@ std::chrono::milliseconds plan_shutdown_grace(const RunArgs& a, const HostFacts&
     }
   }
   if (seconds < 0) throw UsageError(fmt::format("{} {} is negative: give seconds, e.g. 30", source, seconds));
-  return std::chrono::milliseconds(static_cast<long>(seconds * 1000 + 0.5));
+  return ddp::seconds_to_millis_in(seconds, {0, ddp::kMaxDurationS}, source);  // inf, nan, 1e300: an error
 }
 
 void plan_batch_policy(const RunArgs& a, SupervisorConfig& c, RunPlan& plan) {

@@ -4,12 +4,46 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
 #include <system_error>
 #include <utility>
 
 #include "launcher/supervisor/supervisor_config.hpp"
+#include "launcher/workers/cgroup.hpp"
 
 namespace ddp::launcher {
+
+namespace {
+
+std::string whose(const std::optional<LogOwner>& owner) {
+  if (!owner) return "";
+  return fmt::format("rank {}'s {} (attempt {}) ", owner->rank, owner->is_stderr ? "stderr" : "stdout", owner->attempt);
+}
+
+}  // namespace
+
+std::string write_failure_warning(const FileWriter::Failure& f, const std::optional<LogOwner>& owner) {
+  return fmt::format(
+      "[ddp-launch] warning: cannot write {}{} ({}): it will lack what is not written; the ranks run on (free "
+      "space there, or point --log-dir/--run-dir at another disk)\n",
+      whose(owner), f.path.string(), std::strerror(f.error));
+}
+
+std::string output_loss_summary(const FileWriter::Loss& loss, const std::optional<LogOwner>& owner,
+                                const std::vector<std::string>& last_stderr) {
+  const auto& f = loss.failure;
+  std::string out = loss.lost_bytes == 0 && loss.written_bytes == 0
+                        ? fmt::format("[ddp-launch] warning: {}{} was not written ({})\n", whose(owner),
+                                      f.path.string(), std::strerror(f.error))
+                        : fmt::format("[ddp-launch] warning: {}{} is incomplete: {} of {} not written ({})\n",
+                                      whose(owner), f.path.string(), format_memory_size(loss.lost_bytes),
+                                      format_memory_size(loss.lost_bytes + loss.written_bytes), std::strerror(f.error));
+  if (owner && owner->is_stderr && !last_stderr.empty()) {
+    out += fmt::format("[ddp-launch]   rank {}'s last stderr lines (kept in memory):\n", owner->rank);
+    for (const auto& line : last_stderr) out += fmt::format("[ddp-launch]     {}\n", line);
+  }
+  return out;
+}
 
 RunOutputs::RunOutputs(const SupervisorConfig& config, nlohmann::json run_info)
     : metrics(files, config.run_dir, config.metric_patterns, std::move(run_info)),

@@ -5,6 +5,7 @@
 // flushes them before a failure summary and finishes them when the job is over.
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,21 @@
 namespace ddp::launcher {
 
 struct SupervisorConfig;  // launcher/supervisor/supervisor_config.hpp
+
+// Whose log a file is (a rank's stdout.log or stderr.log): for what is said when it cannot be written.
+struct LogOwner {
+  int attempt = 0;
+  int rank = 0;  // global
+  int local_rank = 0;
+  bool is_stderr = false;
+};
+
+// Said at once when a file of the run cannot be written (FileWriter's first failure of it): one line.
+std::string write_failure_warning(const FileWriter::Failure& f, const std::optional<LogOwner>& owner);
+// The end of the run: one line per file that lacks bytes; for a cut stderr.log, the rank's last
+// stderr lines kept in memory (`last_stderr`), which its file may not have.
+std::string output_loss_summary(const FileWriter::Loss& loss, const std::optional<LogOwner>& owner,
+                                const std::vector<std::string>& last_stderr);
 
 struct RunOutputs {
   // run_info: describe_run's (supervisor_config.hpp).

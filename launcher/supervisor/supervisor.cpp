@@ -7,8 +7,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/events.hpp"
 #include "common/exit_status.hpp"
@@ -34,6 +38,7 @@
 #include "platform/child_exits.hpp"
 #include "platform/containment.hpp"
 #include "platform/host.hpp"
+#include "platform/proc.hpp"
 #include "platform/stop_signals.hpp"
 #include "store/filestore_cleaner.hpp"
 
@@ -87,6 +92,8 @@ class Supervisor {
             [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) { on_gpu_low(s, a, text); }),
         master_addr_(config.master_addr),
         node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {
+    // A file that cannot be written (a full disk): said at once, on the loop; the writer goes on.
+    out_.files.on_failure([this](const FileWriter::Failure& f) { asio::post(io_, [this, f] { on_write_failed(f); }); });
     if (config.straggler_threshold) {
       stragglers_.emplace(*config.straggler_threshold);
       out_.metrics.on_worker_row = [this](const MetricRow& row) { on_metric_row(row); };
@@ -176,10 +183,10 @@ class Supervisor {
     });
   }
 
-  // The hang watchdog's evidence: every output line of the current attempt (and its heartbeat
+  // The hang watchdog's evidence: any output of the current attempt (and its heartbeat
   // files, watched from each attempt's spawn).
   void watch_progress() {
-    router_.on_each_line([this](const RankOutput& r) {
+    router_.on_output([this](const RankOutput& r) {
       if (r.attempt != machine_.attempt()) return;
       progress_.on_progress(r.local_rank);
       // A healthy run's FileStore goes into the run record too (launcher/supervisor/filestore_watch.hpp),
@@ -458,6 +465,7 @@ class Supervisor {
     exit_code_ = a.exit_code;
     out_.flush();
     if (machine_.state() != GroupState::Succeeded) report_failures(true);
+    report_output_losses();
     if (machine_.state() == GroupState::Succeeded && machine_.attempt() > 0) {
       out_.console.drain(std::chrono::seconds(2));  // after the workers' last lines
       spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
@@ -512,6 +520,9 @@ class Supervisor {
     // Its log files exist before anyone reads of it (the daemon's `logs -f` opens them then).
     router_.start(started.output, child.stdout_fd, child.stderr_fd,
                   route_rank(config_.redirects, config_.tee, config_.console_ranks, ranks.local_rank), dir);
+    for (const auto* s : {&started.output.out, &started.output.err}) {
+      if (s->file) log_owners_[*s->file] = {attempt, ranks.rank, ranks.local_rank, s == &started.output.err};
+    }
     events_.emit(events::RankStarted{
         .attempt = attempt, .rank = ranks.rank, .local_rank = ranks.local_rank, .pid = child.pid()});
   }
@@ -531,7 +542,15 @@ class Supervisor {
     if (machine_.state() != GroupState::Running || v.attempt != machine_.attempt() || hang_response_.busy()) return;
     hang_ = v;
     hang_evidence_.reset();
-    spdlog::error("hang detected: {}; taking every rank's stacks before stopping the group", hang_report(v));
+    std::string stopped;  // silence explained: a stopped rank (SIGSTOP, a debugger) cannot progress
+    for (const auto& r : v.silent) {
+      const Worker* w = workers_.of(r.local_rank);
+      if (!w || !w->alive) continue;
+      if (auto st = proc::stopped(w->pid)) {
+        stopped += fmt::format("\n    rank {} (pid {}): {}", r.rank, w->pid, stopped_rank_text(w->pid, *st));
+      }
+    }
+    spdlog::error("hang detected: {}{}; taking every rank's stacks before stopping the group", hang_report(v), stopped);
     HangResponseRequest req;
     const auto dir = config_.run_dir / fmt::format("attempt_{}", v.attempt);
     req.stacks_file = dir / "hang_stacks.txt";
@@ -634,6 +653,36 @@ class Supervisor {
     events_.emit(timer_expired_event(machine_.attempt(), e));
   }
 
+  std::optional<LogOwner> log_owner(FileWriter::FileId id) const {
+    auto it = log_owners_.find(id);
+    return it == log_owners_.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  // A file of the run cannot be written: said at once (one line, an event); the ranks run on.
+  void on_write_failed(const FileWriter::Failure& f) {
+    auto owner = log_owner(f.file);
+    out_.console.write(stderr, write_failure_warning(f, owner));
+    events_.emit(events::WriteFailed{.attempt = owner ? std::optional(owner->attempt) : std::nullopt,
+                                     .rank = owner ? std::optional(owner->rank) : std::nullopt,
+                                     .path = f.path.string(),
+                                     .error = std::strerror(f.error)});
+  }
+
+  // The end: one line per file that lacks bytes, a cut stderr.log's last lines from memory.
+  void report_output_losses() {
+    for (const auto& loss : out_.files.losses()) {
+      auto owner = log_owner(loss.failure.file);
+      std::vector<std::string> last_stderr;
+      if (owner && owner->is_stderr) {
+        const Worker* w = workers_.of(owner->local_rank);
+        if (w && w->output.attempt == owner->attempt) {
+          last_stderr.assign(w->output.last_stderr.begin(), w->output.last_stderr.end());
+        }
+      }
+      out_.console.write(stderr, output_loss_summary(loss, owner, last_stderr));
+    }
+  }
+
   // A torch elastic timer request of a rank: progress evidence for the hang watchdog.
   void on_timer_request(int rank) {
     for (const auto& r : plan_) {
@@ -683,6 +732,7 @@ class Supervisor {
   WorkerStore store_;
   RendezvousWatch rendezvous_watch_;
   RunOutputs out_;  // console, per-rank logs, filtered logs, metrics.csv: one writer thread
+  std::map<FileWriter::FileId, LogOwner> log_owners_;  // the ranks' log files, for what a failure says
   LogRouter router_;
   ProgressWatch progress_;           // the hang watchdog (--hang-timeout)
   std::optional<HangVerdict> hang_;  // its last verdict, for the summary

@@ -57,6 +57,33 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
     return std::nullopt;
   }
 }
+std::optional<StoppedProcess> stopped(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!std::getline(in, text)) return std::nullopt;
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return std::nullopt;
+  const char state = text[close + 2];  // field 3
+  if (state != 'T' && state != 't') return std::nullopt;
+  StoppedProcess out;
+  out.traced = state == 't';
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("TracerPid:", 0) != 0) continue;
+    try {
+      out.tracer = static_cast<pid_t>(std::stol(line.substr(10)));
+    } catch (const std::exception&) {
+      out.tracer = 0;
+    }
+    break;
+  }
+  if (out.tracer > 0) {
+    out.traced = true;
+    out.tracer_cmdline = cmdline(out.tracer);
+  }
+  return out;
+}
+
 namespace {
 
 bool parse_pid(const std::string& name, pid_t& out) {

@@ -152,6 +152,9 @@ bool terminate_process(pid_t pid, std::uint64_t start_time) {
   return TerminateProcess(process.get(), 137) != 0;  // 128 + SIGKILL, as a shell would say
 }
 
+// Windows has no stop signals; a suspended process (all threads suspended) is not read here.
+std::optional<StoppedProcess> stopped(pid_t) { return std::nullopt; }
+
 std::optional<std::string> orphaned(pid_t pid) {
   auto st = read_proc_stat(pid);
   if (!st || st->ppid == 0) return std::nullopt;  // no parent known (one started from outside Windows, under Wine)

@@ -13,6 +13,8 @@ export function mount(main, asked) {
   const unknown = asked && !state ? el('p', { class: 'notice error', role: 'status' },
     `There is no job state '${asked}': showing every job.`) : null;
   const summary = el('p', { class: 'host-summary', 'aria-live': 'off' });
+  // The daemon cannot write its state (a full disk): the jobs go on, but it must be said.
+  const diskAlert = el('p', { class: 'notice error disk-alert', role: 'alert', hidden: true });
   const filters = el('div', { class: 'filters', role: 'group', 'aria-label': 'Filter jobs by state' });
   const body = el('tbody');
   const table = el('table', { class: 'jobs-table' },
@@ -25,7 +27,7 @@ export function mount(main, asked) {
     el('div', { class: 'page-head' },
       el('h1', {}, 'Jobs'),
       el('a', { class: 'button primary', href: '/submit' }, 'Submit a job')),
-    ...(unknown ? [unknown] : []), summary, filters,
+    ...(unknown ? [unknown] : []), diskAlert, summary, filters,
     el('div', { class: 'card table-card' }, table, empty),
     total);
 
@@ -72,6 +74,12 @@ export function mount(main, asked) {
     host: (h) => {
       counts = h.jobs_by_state || {};
       drawFilters();
+      const sd = h.state_dir || {};
+      diskAlert.hidden = sd.writable !== false;
+      clear(diskAlert, sd.writable === false
+        ? `The daemon cannot write its state in ${sd.path}: ${sd.error}. Jobs go on; the state of ${sd.unsaved_jobs} ` +
+          'job(s) is kept in memory and written once there is room. Free space there.'
+        : '');
       const gpus = h.gpus || [];
       const used = gpus.filter((g) => g.job !== null).length;
       clear(summary,

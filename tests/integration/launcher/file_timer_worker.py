@@ -8,6 +8,8 @@ supervisor serves ($TORCHELASTIC_TIMER_FILE).
     requests naming the supervisor, pid 1 and a pid that is no process).
 --child: a child process's own expires() block overruns: it is killed, this rank is not.
 --idle S: after the rest, prints "idle" and sleeps S s inside a far-off expires() block.
+--far A,B,...: inside nested `with expires(after=A)` blocks (one per value: 9.3e9 is past 2262,
+    1e300, inf), prints "far" and sleeps --idle S s.
 --report-env: prints TORCHELASTIC_TIMER_FILE (or "absent") and exits.
 """
 import argparse
@@ -24,6 +26,7 @@ p.add_argument("--quick", action="store_true")
 p.add_argument("--garbage", action="store_true")
 p.add_argument("--child", action="store_true")
 p.add_argument("--idle", type=float, default=0)
+p.add_argument("--far", default="")
 p.add_argument("--report-env", action="store_true")
 args = p.parse_args()
 
@@ -77,6 +80,16 @@ if args.idle:
     with timer.expires(after=600):
         print("idle", flush=True)
         time.sleep(args.idle)
+
+if args.far:
+    import contextlib  # noqa: E402
+
+    with contextlib.ExitStack() as blocks:
+        for i, after in enumerate(float(a) for a in args.far.split(",")):
+            blocks.enter_context(timer.expires(after=after, scope=f"far-{i}"))
+        print("far", flush=True)
+        time.sleep(args.idle)
+    print(f"rank {rank} left its far-off blocks", flush=True)
 
 if args.hang_rank >= 0:
     if rank == args.hang_rank:

@@ -130,6 +130,50 @@ def test_garbage_and_foreign_pids_harm_nobody_and_an_idle_timer_costs_no_wakeups
         check_events_schema(events)
 
 
+def running_share(pid, seconds, samples=100):
+    """The share of samples in which the process's main thread is running or runnable (state R):
+    about 1 for a loop that spins, whatever share of the CPUs a loaded host gives it; about 0 for
+    one that sleeps until its timer."""
+    running = 0
+    for _ in range(samples):
+        with open(f"/proc/{pid}/task/{pid}/stat") as f:
+            running += f.read().rsplit(")", 1)[1].split()[0] == "R"
+        time.sleep(seconds / samples)
+    return running / samples
+
+
+def test_deadlines_past_2262_and_infinite_ones_cost_the_supervisor_no_cpu():
+    # Regression: a deadline past int64 nanoseconds (2262) wrapped the supervisor's timer into a
+    # negative wait that fired again and again: 3.99 s of CPU in 4 s. torch's client sends
+    # time.time() + after; inf is written as `Infinity`, which is not JSON, and is skipped.
+    with tempfile.TemporaryDirectory() as d:
+        ev = os.path.join(d, "events.jsonl")
+        # The earliest is the one armed: 2e10 (its wait from now is past 2^63 ns), then the rest.
+        far = "2e10,1e300,1.7e308,inf,nan"
+        proc = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--events", ev, "--run-dir",
+                                 os.path.join(d, "r"), "--nproc-per-node", "1", WORKER, "--far", far, "--idle", "4"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=timer_env())
+        try:
+            out = LineReader(proc.stdout, proc, "ddp-launch run")
+            out.wait_for("far", 120, "the worker to wait inside expires() blocks due past 2262")
+            time.sleep(0.5)  # the requests are read and the timer armed
+            share = running_share(proc.pid, 2)
+            print(f"  supervisor's loop running in {share:.0%} of 2 s with deadlines {far}", flush=True)
+            check(share < 0.25, f"the supervisor's loop ran {share:.0%} of the time with nothing due: it spins")
+            rc = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out.drain()
+        text = "\n".join(out.lines)
+        check(rc == 0, f"exit {rc}: {text}")
+        check("rank 0 left its far-off blocks" in text, f"log: {text}")
+        check("skipped a malformed request (not a JSON object): {" in text and "Infinity" in text,
+              f"Infinity/NaN not reported: {text}")
+        check(not [e for e in read_events(ev) if e["event"] == "timer_expired"], "a far-off timer fired")
+
+
 def test_without_the_variable_nothing_is_created_or_exported():
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ)
@@ -163,5 +207,6 @@ run_tests([
     test_the_rank_that_overruns_its_deadline_is_killed_and_named,
     test_restart_after_the_timer_kill_succeeds_and_released_timers_never_fire,
     test_garbage_and_foreign_pids_harm_nobody_and_an_idle_timer_costs_no_wakeups,
+    test_deadlines_past_2262_and_infinite_ones_cost_the_supervisor_no_cpu,
     test_without_the_variable_nothing_is_created_or_exported,
 ])

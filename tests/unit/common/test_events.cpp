@@ -47,6 +47,8 @@ std::vector<ev::Payload> samples() {
       ev::TimerExpired{1, 0, 4243, "step", 1796318086.5, std::nullopt},
       ev::HangDetected{0, 1, {1, 0}, {5.25, 5.0}, {2}, 0.25, "5s", 5.0, std::nullopt},
       ev::HangDetected{2, 3, {3}, {150.5}, {}, std::nullopt, "auto", 150.0, std::string("/tmp/r/attempt_2/stacks.txt")},
+      ev::WriteFailed{0, 1, "/tmp/r/attempt_0/1/stderr.log", "No space left on device"},
+      ev::WriteFailed{std::nullopt, std::nullopt, "/tmp/r/metrics.csv", "Disk quota exceeded"},
       ev::Unknown{"from_the_future", json{{"x", 1}}},
   };
 }

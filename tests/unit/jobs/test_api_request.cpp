@@ -11,6 +11,7 @@ TEST_CASE("the manager's domain errors map to HTTP statuses in the API layer") {
   CHECK(http_status_of(JobErrorKind::NotFound) == 404);
   CHECK(http_status_of(JobErrorKind::Conflict) == 409);
   CHECK(http_status_of(JobErrorKind::DoesNotFit) == 422);
+  CHECK(http_status_of(JobErrorKind::Unavailable) == 503);
   std::string with_nul("job 3 already finished (state RUN\0NING)", 39);
   auto e = api_error_of(JobError(JobErrorKind::Conflict, with_nul));
   CHECK(e.status == 409);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,6 +144,62 @@ TEST_CASE("file timer server: the worker whose deadline passed gets its signal; 
   f.server.stop();
   CHECK_FALSE(std::filesystem::exists(fifo));
   CHECK(f.server.path().empty());
+}
+
+TEST_CASE("file timer server: a far-off deadline (past 2262, 1e300, a huge integer) costs no wake-ups and no CPU") {
+  // Regression: a deadline further from now than int64 nanoseconds hold (2e10, 1e300) overflowed the
+  // timer's wait into a negative one that fired at once, every time it was re-armed: the supervisor
+  // spun at 100 % CPU.
+  Fixture f;
+  Child far;
+  f.workers = {{far.pid, 0}};
+  f.server.start();
+  const std::string fifo = f.server.path();
+  auto cpu = [] {
+    rusage r{};
+    ::getrusage(RUSAGE_SELF, &r);
+    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+           static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+  };
+  // Each alone, so that it is the deadline the timer is armed for: the boundary of int64
+  // nanoseconds after now (9.22e9 s + now), and beyond.
+  for (const char* when : {"9223372036.854775807", "9300000000", "1e10", "11023372036.9", "2e10", "1e300",
+                           "1.7976931348623157e308", "18446744073709551615", "99999999999999999999999"}) {
+    CAPTURE(when);
+    f.server.new_attempt();
+    write_fifo(fifo, fmt::format(R"({{"version": 1, "pid": {}, "scope_id": "far", "expiration_time": {}, )"
+                                 R"("signal": 9}})",
+                                 far.pid, when) +
+                         "\n");
+    f.run_until([&] { return f.server.timers() == 1; });
+    REQUIRE(f.server.timers() == 1);
+    const double before = cpu();
+    f.run_until([] { return false; }, 300ms);
+    const double used = cpu() - before;
+    MESSAGE("CPU in 0.3 s with a deadline at ", when, ": ", used, " s; timer wake-ups: ", f.server.wakeups());
+    CHECK(f.server.wakeups() == 0);  // a spinning timer wakes thousands of times (CPU time says little on a loaded host)
+    CHECK_FALSE(far.dead());
+  }
+  // Not JSON numbers (NaN, Infinity) and an overflowing literal (1e400: inf) are refused.
+  f.server.new_attempt();
+  write_fifo(fifo, fmt::format(R"({{"pid": {}, "scope_id": "nan", "expiration_time": NaN, "signal": 9}})", far.pid) +
+                       "\n");
+  write_fifo(fifo,
+             fmt::format(R"({{"pid": {}, "scope_id": "inf", "expiration_time": 1e400, "signal": 9}})", far.pid) +
+                 "\n");
+  write_fifo(fifo, request(far.pid, "far0", 1e300));
+  f.run_until([&] { return f.server.timers() == 1; });
+  f.run_until([] { return false; }, 200ms);
+  CHECK(f.server.timers() == 1);  // only the valid one
+  CHECK(f.expired.empty());
+
+  // A release and a near deadline among the far ones still work: the near one fires once.
+  write_fifo(fifo, request(far.pid, "far0", -1e300, 0));
+  write_fifo(fifo, request(far.pid, "near", ddp::now_seconds() + 0.2));
+  f.run_until([&] { return far.dead(); });
+  CHECK(far.dead());
+  REQUIRE(f.expired.size() == 1);
+  CHECK(f.expired[0].scope_id == "near");
 }
 
 TEST_CASE("file timer server: a request asking for no signal expires without killing") {

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "launcher/outputs/file_writer.hpp"
 #include "tests/unit/temp_dir.hpp"
@@ -183,4 +185,56 @@ TEST_CASE("file writer: open creates the file before it returns, even while the 
   }));
   CHECK(slurp(log) == "rank 1 up\n");
   w.finish();
+}
+
+TEST_CASE("file writer: a full disk is reported at the first failed write, with the bytes lost; nothing blocks") {
+  // Regression: stdio's buffer took the bytes, the failed flush was ignored, and a rank's log on a
+  // full disk was cut short without a word (/dev/full: every write fails with ENOSPC).
+  FileWriter w;
+  std::mutex mu;
+  std::vector<FileWriter::Failure> reported;
+  w.on_failure([&](const FileWriter::Failure& f) {
+    std::lock_guard lock(mu);
+    reported.push_back(f);
+  });
+  auto full = w.open("/dev/full", FileWriter::Mode::Append);
+  TempDir tmp;
+  auto fine = w.open(tmp.path / "ok.log", FileWriter::Mode::Truncate);
+  CHECK(w.write(full, "first line\n", false));
+  CHECK(w.write(full, std::string(100000, 'x'), false));
+  CHECK(w.write(fine, "kept\n", false));
+  CHECK(w.write(full, "row\n", true));
+  REQUIRE(w.flush(10s));
+  {
+    std::lock_guard lock(mu);
+    REQUIRE(reported.size() == 1);  // once per file
+    CHECK(reported[0].file == full);
+    CHECK(reported[0].path == "/dev/full");
+    CHECK(reported[0].error == ENOSPC);
+  }
+  auto losses = w.losses();
+  REQUIRE(losses.size() == 1);
+  CHECK(losses[0].failure.file == full);
+  CHECK(losses[0].lost_bytes == 11u + 100000u + 4u);
+  CHECK(losses[0].written_bytes == 0u);
+  CHECK(w.failed_writes(full) == 3);
+  CHECK(w.failed_writes(fine) == 0);
+  w.finish();
+  CHECK(slurp(tmp.path / "ok.log") == "kept\n");
+}
+
+TEST_CASE("file writer: a file that cannot be opened is reported once, as a loss") {
+  TempDir tmp;
+  std::ofstream(tmp.path / "not_a_dir") << "x";
+  FileWriter w;
+  std::vector<FileWriter::Failure> reported;
+  w.on_failure([&](const FileWriter::Failure& f) { reported.push_back(f); });
+  auto id = w.open(tmp.path / "not_a_dir" / "stderr.log", FileWriter::Mode::Truncate);
+  REQUIRE(reported.size() == 1);  // at open(), on this thread
+  CHECK(reported[0].error == ENOTDIR);
+  CHECK(w.write(id, "lost\n", false));
+  w.finish();
+  CHECK(reported.size() == 1);
+  REQUIRE(w.losses().size() == 1);
+  CHECK(w.losses()[0].lost_bytes == 5u);
 }

@@ -9,12 +9,15 @@
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <thread>
 
 #include "launcher/hang/hang_forensics.hpp"
 #include "launcher/outputs/log_router.hpp"
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/spawner.hpp"
 #include "launcher/supervisor/supervisor_config.hpp"
+#include "platform/proc.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 using namespace ddp::launcher;
@@ -190,6 +193,39 @@ TEST_CASE("a rank that ignores SIGABRT: done comes at the bound, naming it; a go
   CHECK(r.summary.find("rank 0 gave no stack") != std::string::npos);
   CHECK(r.summary.find("rank 1 gave no stack") != std::string::npos);
   CHECK(::kill(t0.pid, 0) == 0);
+}
+
+TEST_CASE("a SIGSTOPped rank is named as stopped at once, not waited for as a missing traceback") {
+  // Regression: SIGABRT waits while a process is stopped, so the collection waited out its bound
+  // and said "no faulthandler traceback within 10000 ms" of a rank that was simply stopped.
+  Rig rig;
+  auto sleeper = rig.script("sleeper.py", "import time\nprint('ready', flush=True)\ntime.sleep(600)\n");
+  auto t0 = rig.start(0, {kPython, sleeper.string()});
+  auto t1 = rig.start(1, {kPython, sleeper.string()});
+  REQUIRE(::kill(t1.pid, SIGSTOP) == 0);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (!ddp::proc::stopped(t1.pid) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  auto st = ddp::proc::stopped(t1.pid);
+  REQUIRE(st);
+  CHECK_FALSE(st->traced);
+  CHECK_FALSE(ddp::proc::stopped(t0.pid));
+  HangForensics forensics(rig.io, options(std::nullopt, 8s));
+  auto start = std::chrono::steady_clock::now();
+  auto r = rig.collect(forensics, {t0, t1});
+  CHECK(std::chrono::steady_clock::now() - start < 6s);  // not the bound
+  CHECK(r.ranks.at(0).missing.empty());
+  CHECK(r.ranks.at(1).missing ==
+        "it is stopped (SIGSTOP or another stop signal; who sent it is not recorded): a stopped process cannot "
+        "write its stacks or make progress until `kill -CONT " +
+            std::to_string(t1.pid) + "`");
+  CHECK(r.summary.find("rank 1 gave no stack (it is stopped") != std::string::npos);
+  CHECK(rig.exit_signal(t0.pid) == SIGABRT);
+  CHECK(::kill(t1.pid, 0) == 0);  // not signalled: still there, stopped
+  ::kill(t1.pid, SIGCONT);
+  // A tracer's stop names the tracer.
+  ddp::proc::StoppedProcess traced{true, 812, "gdb -p 4242"};
+  CHECK(stopped_rank_text(4242, traced) ==
+        "it is held by a tracer, pid 812 (gdb -p 4242): a traced process runs only when its tracer lets it");
 }
 
 TEST_CASE("one collection at a time; a stacks file that cannot be written is reported, not thrown") {

@@ -400,6 +400,27 @@ TEST_CASE("--shutdown-grace, torchrun's --shutdown-timeout and TORCH_ELASTIC_SHU
   CHECK(contains(usage_error({"t.py"}, facts), "PET_SHUTDOWN_TIMEOUT=soon is not a number of seconds"));
 }
 
+TEST_CASE("timeouts in seconds: infinite, NaN and far values are refused, never wrapped into a negative timer") {
+  // Regression: 1e300 or "inf" overflowed the milliseconds cast (undefined behaviour: a negative or
+  // zero timeout in practice).
+  for (const char* far : {"1e300", "9.3e9", "inf", "nan"}) {
+    CAPTURE(far);
+    // (CLI11's own range check on the flags refuses inf before this.)
+    if (std::string(far) != "inf") {
+      CHECK(contains(usage_error({"--shutdown-grace", far, "t.py"}), "--shutdown-grace"));
+      CHECK(contains(usage_error({"--rdzv-timeout", far, "t.py"}), "--rdzv-timeout"));
+    }
+    auto facts = test_host();
+    facts.env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = far;
+    CHECK(contains(usage_error({"t.py"}, facts), "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"));
+    CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h", "--rdzv-conf",
+                                std::string("join_timeout=") + far, "t.py"}),
+                   "give a positive number of seconds, at most 365d"));
+  }
+  CHECK(contains(usage_error({"--rdzv-timeout", "1e300", "t.py"}), "--rdzv-timeout must be at most 365d, not 1e+300"));
+  CHECK(plan({"--rdzv-timeout", "31536000", "t.py"}).config.rendezvous_timeout == std::chrono::hours(24 * 365));
+}
+
 TEST_CASE("--global-batch / --per-rank-batch need a fixed world size") {
   auto p = plan({"--nproc-per-node", "2", "--global-batch", "256", "t.py"});
   CHECK(p.config.base_env.at("DDP_PER_RANK_BATCH") == "128");

@@ -1,13 +1,17 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <functional>
 #include <random>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
 #include "launcher/hang/straggler_detector.hpp"
+#include "launcher/outputs/metrics.hpp"
 
 using namespace ddp::launcher;
 
@@ -251,6 +255,52 @@ TEST_CASE("the watch: one report per new step of a rank, per attempt") {
   int again = 0;
   for (const auto& [t, row] : rows(1, 1000)) again += w.on_row(row, t) ? 1 : 0;
   CHECK(again == 1);
+}
+
+TEST_CASE(
+    "per-epoch step numbers (the ImageNet example's `Epoch: [1][ 10/500]`): a step that goes back is a new epoch") {
+  // Regression: the batch index restarts every epoch, and every row at or below the highest step
+  // seen was dropped, so a rank 3x slower in epoch 1 was never reported. Through the real extraction
+  // of the example's lines with user patterns (--metric step=... --metric loss=...).
+  MetricExtractor x({parse_metric_pattern(R"(step=Epoch: \[\d+\]\[\s*(\d+)/\d+\])"),
+                     parse_metric_pattern(R"(loss=Loss\s+([0-9.e+-]+))"),
+                     parse_metric_pattern(R"(acc1=Acc@1\s+([0-9.]+))")});
+  struct Timed {
+    double time;
+    int rank;
+    std::string line;
+  };
+  std::vector<Timed> lines;
+  constexpr int kBatches = 500, kPrintFreq = 10;  // the example's defaults: a line every 10 batches
+  double end_of_epoch[2] = {0, 0};
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int rank : {0, 1}) {
+      // Epoch 0: both 0.2 s per printed line; epoch 1: rank 1 takes 0.6 s.
+      const double per_line = epoch == 1 && rank == 1 ? 0.6 : 0.2;
+      double t = end_of_epoch[rank];
+      for (int i = 0; i < kBatches; i += kPrintFreq) {
+        t += per_line;
+        lines.push_back({t, rank,
+                         fmt::format("Epoch: [{}][{:3d}/{}]\tTime  0.215 ( 0.233)\tData  0.001 ( 0.010)\tLoss "
+                                     "6.9078e+00 (6.9101e+00)\tAcc@1   0.00 (  0.10)\tAcc@5   0.39 (  0.55)",
+                                     epoch, i, kBatches)});
+      }
+      end_of_epoch[rank] = t;
+    }
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const Timed& a, const Timed& b) { return a.time < b.time; });
+  StragglerWatch w(0.75);
+  std::vector<std::pair<double, StragglerVerdict>> verdicts;
+  for (const auto& l : lines) {
+    for (const auto& row : x.on_line(0, l.rank, l.line)) {
+      if (auto v = w.on_row(row, l.time)) verdicts.emplace_back(l.time, *v);
+    }
+  }
+  REQUIRE(verdicts.size() == 1);
+  CHECK(verdicts[0].second.rank == 1);
+  CHECK(verdicts[0].second.ratio < 0.75);
+  CHECK(verdicts[0].first > end_of_epoch[0] - 50 * 0.2);  // in epoch 1, not before
+  CHECK(verdicts[0].second.rank_step_s > 0.3);            // its epoch-1 pace (0.6 s) fills the window
 }
 
 TEST_CASE("the warning names the rank, its ratio, both step times and the flag") {
