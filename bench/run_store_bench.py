@@ -1,5 +1,7 @@
 #!/usr/bin/python3
 """Store benchmark: our store, torch 1.13's own TCPStore server and the floor server, side by side.
+The big-request scenarios (big_requests.py) run against ours and torch (the floor knows no CHECK);
+--before BIN adds an older ddp-launch as server "before".
 
 Run with the interpreter that has torch 1.13 (/usr/bin/python3):
 
@@ -23,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import big_requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
@@ -117,7 +121,9 @@ class ServerProcess:
         self.log.close()
 
 
-def start_server(name, bin_dir):
+def start_server(name, bin_dir, before_bin=None):
+    if name == "before":
+        return ServerProcess(name, [before_bin, "store", "--port", "0"])
     if name == "ours":
         return ServerProcess(name, [os.path.join(bin_dir, "ddp-launch"), "store", "--port", "0"])
     if name == "floor":
@@ -125,6 +131,19 @@ def start_server(name, bin_dir):
     if name == "torch":
         return ServerProcess(name, [TORCH_PYTHON, "-c", TORCH_SERVER])
     raise ValueError(name)
+
+
+# What each scenario's table cell shows.
+METRIC = {"rendezvous": "seconds", "throughput": "ops_per_s", "bigreq": "seconds", "bigwait": "worst_rtt_s"}
+
+
+def metric_of(scenario):
+    return METRIC[scenario.split()[0]]
+
+
+def runs_on(name, scenario):
+    """The floor server knows only SET, GET, ADD and WAIT: no big CHECKs."""
+    return not (name == "floor" and scenario.startswith("big"))
 
 
 def run_loadgen(bin_dir, port, scenario, args):
@@ -149,10 +168,13 @@ def run_loadgen(bin_dir, port, scenario, args):
 
 
 def measure(name, scenario, args):
-    server = start_server(name, args.bin_dir)
+    server = start_server(name, args.bin_dir, args.before)
     try:
         cpu_before = server.cpu_seconds()
-        result = run_loadgen(args.bin_dir, server.port, scenario, args)
+        if scenario.startswith("big"):
+            result = big_requests.run(scenario, server.port, args.timeout, server.proc.pid)
+        else:
+            result = run_loadgen(args.bin_dir, server.port, scenario, args)
         result["server_cpu_s"] = server.cpu_seconds() - cpu_before
         if server.proc.poll() is not None:
             result["outcome"] = f"server-exited-{server.proc.returncode}"
@@ -204,14 +226,24 @@ def main():
                    help="after a connection error, stop a run once nothing moved for this long (s)")
     p.add_argument("--retry-failed", action="store_true",
                    help="keep repeating a server/scenario that already failed (default: one failure is the result)")
+    p.add_argument("--big-requests", default="12.5,50",
+                   help="bigreq sizes in MB: one CHECK of that many bytes of keys ('' to skip)")
+    p.add_argument("--big-concurrent", default="6x40",
+                   help="bigwait: KxMB big CHECKs at once while another client does round trips ('' to skip)")
+    p.add_argument("--before", help="an older ddp-launch binary, run as server 'before' beside ours")
+    p.add_argument("--only-big", action="store_true", help="only the big-request scenarios")
     p.add_argument("--json-out", help="write every run's result here")
     args = p.parse_args()
     args.bin_dir = os.path.join(os.path.abspath(args.build_dir), "bin")
 
     servers = args.servers.split(",")
-    scenarios = [f"rendezvous {n}" for n in args.ranks.split(",") if n]
-    if args.connections:
+    if args.before:
+        servers.insert(servers.index("ours") if "ours" in servers else len(servers), "before")
+    scenarios = [] if args.only_big else [f"rendezvous {n}" for n in args.ranks.split(",") if n]
+    if args.connections and not args.only_big:
         scenarios.append(f"throughput {args.connections}")
+    scenarios += [f"bigreq {n}MB" for n in args.big_requests.split(",") if n]
+    scenarios += [f"bigwait {k}MB" for k in args.big_concurrent.split(",") if k]
     runs = {(s, sc): [] for s in servers for sc in scenarios}
 
     load_before = os.getloadavg()
@@ -222,11 +254,13 @@ def main():
             order = servers[rep % len(servers):] + servers[:rep % len(servers)]
             for name in order:
                 past = runs[(name, sc)]
+                if not runs_on(name, sc):
+                    continue
                 if past and not args.retry_failed and any(r.get("outcome") != "complete" for r in past):
                     continue
                 r = measure(name, sc, args)
                 past.append(r)
-                key = "ops_per_s" if sc.startswith("throughput") else "seconds"
+                key = metric_of(sc)
                 print(f"# rep {rep + 1} {sc:17} {name:5} {r.get('outcome'):9} {key}={r.get(key)} "
                       f"server_cpu={r.get('server_cpu_s', float('nan')):.2f}s "
                       f"loadgen_cpu={r.get('loadgen_cpu_s', float('nan')):.2f}s errors={r.get('errors')}",
@@ -238,9 +272,10 @@ def main():
     rows = []
     for sc in scenarios:
         tp = sc.startswith("throughput")
-        metric = "ops_per_s" if tp else "seconds"
+        metric = metric_of(sc)
         med = {s: summarize(runs[(s, sc)], metric) for s in servers}
         cpu = {s: summarize(runs[(s, sc)], "server_cpu_s") for s in servers}
+        rss = {s: summarize(runs[(s, sc)], "peak_rss_mb") for s in servers} if sc.startswith("bigwait") else {}
 
         def ratio(a, b):
             if med.get(a) is None or med.get(b) is None or med[b] == 0:
@@ -248,7 +283,7 @@ def main():
             # Always "how many times faster is the first": for ops/s the bigger number is better.
             return med[b] / med[a] if tp else med[a] / med[b]
 
-        row = {"scenario": sc, "metric": metric, "median": med, "server_cpu_s": cpu,
+        row = {"scenario": sc, "metric": metric, "median": med, "server_cpu_s": cpu, "peak_rss_mb": rss,
                "torch/ours": ratio("torch", "ours"), "ours/floor": ratio("ours", "floor"),
                "failures": {s: describe_failure(runs[(s, sc)]) for s in servers},
                "runs": {s: len(runs[(s, sc)]) for s in servers}}
@@ -257,7 +292,7 @@ def main():
         row["met"] = judge(row, goals) if goals else None
         rows.append(row)
 
-    unit = {"seconds": "s", "ops_per_s": "ops/s"}
+    unit = {"seconds": "s", "ops_per_s": "ops/s", "worst_rtt_s": "s worst RTT"}
     header = ("| scenario | " + " | ".join(servers) + " | ours: × faster than torch | ours: × slower than floor"
               " | server CPU s (" + " / ".join(servers) + ") | goal | met |")
     print(header)
@@ -266,6 +301,9 @@ def main():
         cells = []
         for s in servers:
             v = row["median"][s]
+            if not runs_on(s, row["scenario"]):
+                cells.append("n/a")
+                continue
             spec = ".0f" if row["metric"] == "ops_per_s" else ".3f"
             cells.append(f"{fmt_num(v, spec)} {unit[row['metric']]}" if v is not None else "failed")
         cpu = " / ".join(fmt_num(row["server_cpu_s"][s], ".2f") for s in servers)
@@ -274,6 +312,10 @@ def main():
               f" | {fmt_num(row['torch/ours'], '.1f')}× | {fmt_num(row['ours/floor'], '.2f')}× | {cpu} | "
               f"{row['goal']} | {met} |")
     print()
+    for row in rows:
+        if row["peak_rss_mb"]:
+            print(f"- {row['scenario']}: server peak RSS (" + " / ".join(servers) + "): "
+                  + " / ".join(fmt_num(row["peak_rss_mb"].get(s), ".0f") + " MB" for s in servers))
     print("Ratios are 'how many times faster' (time ratio for rendezvous, ops/s ratio for throughput); "
           f"medians of up to {args.reps} runs.")
     for row in rows:

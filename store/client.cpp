@@ -1,18 +1,10 @@
 #include "store/client.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -20,24 +12,20 @@
 #include <thread>
 #include <utility>
 
+#include "platform/host.hpp"
+#include "platform/tcp_client.hpp"
 #include "store/codec.hpp"
 
 namespace ddp::store {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using platform::TcpClient;
 using std::chrono::milliseconds;
-
-std::string errno_text(int err) { return std::generic_category().message(err); }
+using IoResult = TcpClient::Io;
 
 long long ms_since(Clock::time_point start) {
   return static_cast<long long>(std::chrono::duration_cast<milliseconds>(Clock::now() - start).count());
-}
-
-int ms_until(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-  if (left <= 0) return 0;
-  return static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
 // Keys are arbitrary bytes; messages show them quoted, escaped, and at most a few of them.
@@ -68,76 +56,6 @@ std::string describe_keys(const std::vector<std::string>& keys) {
   if (keys.size() > kShown) out += fmt::format(", ... {} more", keys.size() - kShown);
   out += "]";
   return out;
-}
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-// Waits until `fd` is ready for `events` or the deadline passes (false).
-bool wait_ready(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, ms_until(deadline));
-    if (n > 0) return true;
-    if (n == 0) {
-      if (Clock::now() >= deadline) return false;
-      continue;  // poll's millisecond rounding woke us a hair early
-    }
-    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
-  }
-}
-
-// One non-blocking connect to one resolved address. Returns the connected socket, or an empty Fd
-// with `why` set; refusals and unreachable hosts are the normal case while a server starts.
-Fd connect_address(const addrinfo& ai, Clock::time_point deadline, std::string& why) {
-  Fd fd(::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
-  if (!fd) {
-    why = "socket: " + errno_text(errno);
-    return {};
-  }
-  if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
-    if (errno != EINPROGRESS) {
-      why = errno_text(errno);
-      return {};
-    }
-    // A SYN to a silent host can take minutes to fail; the poll bounds it by our deadline.
-    if (!wait_ready(fd.get(), POLLOUT, deadline)) {
-      why = "connect did not complete in time";
-      return {};
-    }
-    int err = 0;
-    socklen_t len = sizeof(err);
-    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
-      why = errno_text(err);
-      return {};
-    }
-  }
-  // Requests are small and each waits for its reply: Nagle would add a delay to every call.
-  int one = 1;
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return fd;
 }
 
 }  // namespace
@@ -289,12 +207,12 @@ class StoreClient::Impl {
           start(Clock::now()),
           deadline(start + timeout),
           uncaught(std::uncaught_exceptions()) {
-      if (self.fd_ && !self.idle_connection_healthy()) self.fd_.reset();
-      if (!self.fd_) self.connect();
+      if (self.sock_ && !self.idle_connection_healthy()) self.sock_.close();
+      if (!self.sock_) self.connect();
     }
     ~Call() {
       // Bytes went out and the exchange did not finish: a late reply would desync the next call.
-      if (sent && std::uncaught_exceptions() > uncaught) self.fd_.reset();
+      if (sent && std::uncaught_exceptions() > uncaught) self.sock_.close();
     }
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -331,21 +249,19 @@ class StoreClient::Impl {
   // carry the next request; finding out now, rather than after sending, keeps a SET (which has
   // no reply) from vanishing into a dead socket.
   bool idle_connection_healthy() {
-    pollfd p{fd_.get(), POLLIN | POLLRDHUP, 0};
-    int n = ::poll(&p, 1, 0);
-    if (n == 0) return true;
+    if (sock_.idle_and_open()) return true;
     spdlog::debug("store client: connection to {} closed or out of step between calls; reconnecting", endpoint_);
     return false;
   }
 
-  static std::uint32_t nonce() { return static_cast<std::uint32_t>(::getpid()); }
+  static std::uint32_t nonce() { return static_cast<std::uint32_t>(platform::current_pid()); }
 
   bool has(Op op) const { return encode_opcode(options_.dialect, op).has_value(); }
 
   void require(const Call& call, Op op) const {
     if (!has(op)) {
-      throw StoreUnsupported(fmt::format("{} on store {}: {} does not exist in {}", call.what(), endpoint_,
-                                         op_name(op), dialect_name(options_.dialect)));
+      throw StoreUnsupported(fmt::format("{} on store {}: {} does not exist in {}", call.what(), endpoint_, op_name(op),
+                                         dialect_name(options_.dialect)));
     }
   }
 
@@ -356,9 +272,9 @@ class StoreClient::Impl {
     auto deadline = start + options_.connect_timeout;
     std::string last_error;
     for (unsigned attempt = 0;; ++attempt) {
-      Fd fd = try_connect(deadline, last_error);
-      if (fd) {
-        fd_ = std::move(fd);
+      TcpClient sock = try_connect(deadline, last_error);
+      if (sock) {
+        sock_ = std::move(sock);
         ++connections_made_;
         spdlog::debug("store client connected to {} ({}) after {} attempt(s), {} ms", endpoint_,
                       dialect_name(options_.dialect), attempt + 1, ms_since(start));
@@ -366,11 +282,11 @@ class StoreClient::Impl {
       }
       auto now = Clock::now();
       if (now >= deadline) {
-        throw StoreConnectError(fmt::format(
-            "could not connect to store {} ({}) within the connect timeout of {} ms ({} attempts, {} ms "
-            "waited); last error: {}",
-            endpoint_, dialect_name(options_.dialect), options_.connect_timeout.count(), attempt + 1, ms_since(start),
-            last_error));
+        throw StoreConnectError(
+            fmt::format("could not connect to store {} ({}) within the connect timeout of {} ms ({} attempts, {} ms "
+                        "waited); last error: {}",
+                        endpoint_, dialect_name(options_.dialect), options_.connect_timeout.count(), attempt + 1,
+                        ms_since(start), last_error));
       }
       auto pause = std::min<Clock::duration>(connect_backoff(attempt, rng_), deadline - now);
       spdlog::debug("store client: {} not reachable ({}), retrying in {} ms", endpoint_, last_error,
@@ -381,30 +297,21 @@ class StoreClient::Impl {
 
   // Resolves and tries every address once; then the dialect-C handshake. Throws only for errors
   // that waiting will not fix (a server that echoes the wrong nonce).
-  Fd try_connect(Clock::time_point deadline, std::string& why) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* list = nullptr;
-    auto port = std::to_string(options_.port);
-    int rc = ::getaddrinfo(options_.host.c_str(), port.c_str(), &hints, &list);
-    if (rc != 0) {
-      // Name resolution can fail transiently while a cluster comes up; it is retried like refusals.
-      why = fmt::format("cannot resolve {}: {}", options_.host, ::gai_strerror(rc));
-      return {};
-    }
-    std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owner(list, &::freeaddrinfo);
-    for (auto* ai = list; ai; ai = ai->ai_next) {
-      Fd fd = connect_address(*ai, deadline, why);
-      if (!fd) continue;
-      if (options_.dialect != Dialect::C || handshake(fd, deadline, why)) return fd;
+  TcpClient try_connect(Clock::time_point deadline, std::string& why) {
+    // Name resolution can fail transiently while a cluster comes up; it is retried like refusals.
+    for (const auto& address : platform::resolve_tcp(options_.host, options_.port, why)) {
+      // One non-blocking connect per address; refusals and unreachable hosts are the normal case
+      // while a server starts.
+      TcpClient sock;
+      if (!sock.connect(address, deadline, why)) continue;
+      if (options_.dialect != Dialect::C || handshake(sock, deadline, why)) return sock;
     }
     return {};
   }
 
   // VALIDATE then PING with our pid, as torch >= 2.4 does; a server that is not dialect C never
   // answers the PING (torch 1.13 reads VALIDATE as a SET with a 1 GB key), so the deadline ends it.
-  bool handshake(const Fd& fd, Clock::time_point deadline, std::string& why) {
+  bool handshake(TcpClient& sock, Clock::time_point deadline, std::string& why) {
     std::string out;
     Request validate{Op::Validate, {}, {}};
     validate.u32 = kValidateMagic;
@@ -413,15 +320,17 @@ class StoreClient::Impl {
     ping.u32 = nonce();
     encode_request(Dialect::C, ping, out);
     char echo[4];
-    IoResult r = send_all(fd.get(), out, deadline);
-    if (r == IoResult::Ok) r = recv_exact(fd.get(), echo, sizeof(echo), deadline);
+    IoResult r = sock.send_all(out, deadline);
+    if (r == IoResult::Ok) r = sock.recv_exact(echo, sizeof(echo), deadline);
     switch (r) {
       case IoResult::Ok: break;
       case IoResult::Timeout:
-        why = "connected, but no answer to the VALIDATE/PING handshake (a torch 1.13 server? it speaks the torch 1.13/2.0 protocol, which has no handshake)";
+        why =
+            "connected, but no answer to the VALIDATE/PING handshake (a torch 1.13 server? it speaks the torch "
+            "1.13/2.0 protocol, which has no handshake)";
         return false;
       case IoResult::Closed: why = "the server closed the connection during the handshake"; return false;
-      case IoResult::Error: why = "handshake: " + errno_text(io_errno_); return false;
+      case IoResult::Error: why = "handshake: " + sock.last_error_text(); return false;
     }
     if (get_u32(echo) != ping.u32) {
       throw StoreProtocolError(fmt::format("store {} echoed PING nonce {} as {}: not a TCPStore server?", endpoint_,
@@ -432,44 +341,6 @@ class StoreClient::Impl {
 
   // ---- bytes ----
 
-  enum class IoResult { Ok, Timeout, Closed, Error };
-
-  IoResult send_all(int fd, std::string_view bytes, Clock::time_point deadline) {
-    while (!bytes.empty()) {
-      auto n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n >= 0) {
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-        continue;
-      }
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        io_errno_ = errno;
-        return errno == EPIPE || errno == ECONNRESET ? IoResult::Closed : IoResult::Error;
-      }
-      if (!wait_ready(fd, POLLOUT, deadline)) return IoResult::Timeout;
-    }
-    return IoResult::Ok;
-  }
-
-  IoResult recv_exact(int fd, char* p, std::size_t n, Clock::time_point deadline) {
-    while (n > 0) {
-      auto got = ::recv(fd, p, n, 0);
-      if (got > 0) {
-        p += got;
-        n -= static_cast<std::size_t>(got);
-        continue;
-      }
-      if (got == 0) return IoResult::Closed;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        io_errno_ = errno;
-        return errno == ECONNRESET ? IoResult::Closed : IoResult::Error;
-      }
-      if (!wait_ready(fd, POLLIN, deadline)) return IoResult::Timeout;
-    }
-    return IoResult::Ok;
-  }
-
   void send_request(Call& call, const Request& req) {
     out_.clear();
     try {
@@ -479,7 +350,7 @@ class StoreClient::Impl {
       throw;
     }
     call.sent = true;
-    check_io(call, send_all(fd_.get(), out_, call.deadline), "the request to be sent");
+    check_io(call, sock_.send_all(out_, call.deadline), "the request to be sent");
   }
 
   void check_io(const Call& call, IoResult r, std::string_view waiting_for) {
@@ -487,16 +358,15 @@ class StoreClient::Impl {
       case IoResult::Ok: return;
       case IoResult::Timeout: throw call.timed_out(waiting_for);
       case IoResult::Closed:
-        throw call.broken(io_errno_ == ECONNRESET || io_errno_ == EPIPE
-                              ? fmt::format("connection lost ({})", errno_text(io_errno_))
+        throw call.broken(sock_.last_error_is_reset()
+                              ? fmt::format("connection lost ({})", sock_.last_error_text())
                               : std::string("the server closed the connection (a rejected request or a restart)"));
-      case IoResult::Error: throw call.broken(errno_text(io_errno_));
+      case IoResult::Error: throw call.broken(sock_.last_error_text());
     }
   }
 
   void read_raw(Call& call, char* p, std::size_t n) {
-    io_errno_ = 0;
-    check_io(call, recv_exact(fd_.get(), p, n, call.deadline), "the reply");
+    check_io(call, sock_.recv_exact(p, n, call.deadline), "the reply");
   }
   std::uint8_t read_u8(Call& call) {
     char b = 0;
@@ -530,9 +400,8 @@ class StoreClient::Impl {
 
   void wait_keys(Call& call, const std::vector<std::string>& keys, Clock::time_point deadline) {
     send_request(call, Request{Op::Wait, keys, {}});
-    io_errno_ = 0;
     char b = 0;
-    auto r = recv_exact(fd_.get(), &b, 1, deadline);
+    auto r = sock_.recv_exact(&b, 1, deadline);
     if (r == IoResult::Ok) {
       if (static_cast<std::uint8_t>(b) != kStopWaiting)
         throw call.protocol(fmt::format("WAIT answered {}", static_cast<std::uint8_t>(b)));
@@ -549,8 +418,8 @@ class StoreClient::Impl {
     auto cancel_deadline = Clock::now() + std::min(options_.timeout, milliseconds(10000));
     out_.clear();
     encode_request(options_.dialect, Request{Op::CancelWait, {}, {}}, out_);
-    check_io(call, send_all(fd_.get(), out_, cancel_deadline), "CANCEL_WAIT to be sent");
-    check_io(call, recv_exact(fd_.get(), &b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
+    check_io(call, sock_.send_all(out_, cancel_deadline), "CANCEL_WAIT to be sent");
+    check_io(call, sock_.recv_exact(&b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
     auto first = static_cast<std::uint8_t>(b);
     if (first == kWaitCanceled) {
       // The exchange is complete: the connection is in step and stays (no reconnect per chunk).
@@ -558,7 +427,7 @@ class StoreClient::Impl {
       throw call.timed_out("the keys to be set");
     }
     if (first != kStopWaiting) throw call.protocol(fmt::format("CANCEL_WAIT answered {}", first));
-    check_io(call, recv_exact(fd_.get(), &b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
+    check_io(call, sock_.recv_exact(&b, 1, cancel_deadline), "the answer to CANCEL_WAIT");
     if (static_cast<std::uint8_t>(b) != kWaitCanceled) {
       throw call.protocol(fmt::format("CANCEL_WAIT after STOP_WAITING answered {}", static_cast<std::uint8_t>(b)));
     }
@@ -569,10 +438,9 @@ class StoreClient::Impl {
   std::string endpoint_;
   std::mt19937 rng_;
   std::mutex mu_;
-  Fd fd_;
+  TcpClient sock_;
   std::atomic<std::uint64_t> connections_made_{0};
   std::string out_;  // request being encoded
-  int io_errno_ = 0;
 };
 
 StoreClient::StoreClient(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -1,6 +1,7 @@
 #pragma once
-// StoreClient: a synchronous client for c10d TCPStore servers (ours, or torch's own), over plain
-// POSIX sockets so that worker programs can link it without Asio.
+// StoreClient: a synchronous client for c10d TCPStore servers (ours, or torch's own), over
+// platform/tcp_client.hpp's sockets with deadlines (POSIX and Windows), so that worker programs can
+// link it without Asio.
 //
 // One connection, at most one request in flight (like torch's client, which holds a mutex for the
 // whole call). Keys go on the wire exactly as given: torch's TCPStore puts "/" in front of every

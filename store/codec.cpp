@@ -2,179 +2,192 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 
 namespace ddp::store {
 namespace {
 
-// A cursor over the received bytes. Every read first checks that the bytes are there; a length
-// field is checked against its limit before anything is allocated for it.
-class Reader {
- public:
-  Reader(std::string_view buf, const Limits& limits) : buf_(buf), limits_(limits) {}
-
-  bool need_more() const { return need_more_; }
-  bool failed() const { return !error_.empty(); }
-  const std::string& error() const { return error_; }
-  std::size_t pos() const { return pos_; }
-  bool ok() const { return !need_more_ && error_.empty(); }
-
-  bool u8(std::uint8_t& v) {
-    if (!have(1)) return false;
-    v = static_cast<std::uint8_t>(buf_[pos_++]);
-    return true;
-  }
-  bool u32(std::uint32_t& v) {
-    if (!have(4)) return false;
-    v = get_u32(buf_.data() + pos_);
-    pos_ += 4;
-    return true;
-  }
-  bool u64(std::uint64_t& v) {
-    if (!have(8)) return false;
-    v = get_u64(buf_.data() + pos_);
-    pos_ += 8;
-    return true;
-  }
-  bool i64(std::int64_t& v) {
-    std::uint64_t raw = 0;
-    if (!u64(raw)) return false;
-    v = static_cast<std::int64_t>(raw);
-    return true;
-  }
-  // A u64-length-prefixed string whose length must not exceed `max` (`what` names it in errors).
-  bool str(std::string& out, std::size_t max, const char* what) {
-    std::uint64_t len = 0;
-    if (!u64(len)) return false;
-    if (len > max) return fail(fmt::format("{} of {} bytes exceeds the limit of {} bytes", what, len, max));
-    if (pos_ + len > limits_.max_request_bytes) {
-      return fail(fmt::format("request larger than the limit of {} bytes", limits_.max_request_bytes));
-    }
-    if (!have(static_cast<std::size_t>(len))) return false;
-    out.assign(buf_.data() + pos_, static_cast<std::size_t>(len));
-    pos_ += static_cast<std::size_t>(len);
-    return true;
-  }
-  bool key(std::string& out) { return str(out, limits_.max_key_bytes, "key"); }
-  bool value(std::string& out) { return str(out, limits_.max_value_bytes, "value"); }
-  // A key count (u64 or i64 on the wire) checked against max_keys_per_request.
-  bool count(std::uint64_t& n) {
-    if (!u64(n)) return false;
-    if (n > limits_.max_keys_per_request) {
-      return fail(fmt::format("{} keys in one request exceeds the limit of {}", n,
-                              limits_.max_keys_per_request));
-    }
-    return true;
-  }
-  bool fail(std::string msg) {
-    if (error_.empty()) error_ = std::move(msg);
-    return false;
-  }
-
- private:
-  bool have(std::size_t n) {
-    if (buf_.size() - pos_ >= n) return true;
-    need_more_ = true;
-    return false;
-  }
-
-  std::string_view buf_;
-  const Limits& limits_;
-  std::size_t pos_ = 0;
-  bool need_more_ = false;
-  std::string error_;
-};
-
-bool parse_key_list(Reader& r, Request& out) {
-  std::uint64_t n = 0;
-  if (!r.count(n)) return false;
-  out.keys.clear();
-  out.keys.reserve(static_cast<std::size_t>(n));
-  for (std::uint64_t i = 0; i < n; ++i) {
-    out.keys.emplace_back();
-    if (!r.key(out.keys.back())) return false;
-  }
-  return true;
-}
-
-bool parse_body(Reader& r, Request& out) {
-  out.keys.clear();
-  out.values.clear();
-  switch (out.op) {
-    case Op::Validate:
-    case Op::Ping:
-      return r.u32(out.u32);
-    case Op::Set:
-    case Op::Append:
-    case Op::QueuePush:
-      out.keys.resize(1);
-      out.values.resize(1);
-      return r.key(out.keys[0]) && r.value(out.values[0]);
-    case Op::CompareSet:
-      out.keys.resize(1);
-      out.values.resize(2);
-      return r.key(out.keys[0]) && r.value(out.values[0]) && r.value(out.values[1]);
-    case Op::Get:
-    case Op::DeleteKey:
-    case Op::WatchKey:
-    case Op::QueuePop:
-    case Op::QueueLen:
-      out.keys.resize(1);
-      return r.key(out.keys[0]);
-    case Op::Add:
-    case Op::Barrier:
-      out.keys.resize(1);
-      return r.key(out.keys[0]) && r.i64(out.number);
-    case Op::Check:
-    case Op::Wait:
-    case Op::MultiGet:
-      return parse_key_list(r, out);
-    case Op::MultiSet: {
-      std::uint64_t n = 0;
-      if (!r.count(n)) return false;
-      out.keys.reserve(static_cast<std::size_t>(n));
-      out.values.reserve(static_cast<std::size_t>(n));
-      for (std::uint64_t i = 0; i < n; ++i) {
-        out.keys.emplace_back();
-        out.values.emplace_back();
-        if (!r.key(out.keys.back()) || !r.value(out.values.back())) return false;
-      }
-      return true;
-    }
-    case Op::NumKeys:
-    case Op::CancelWait:
-    case Op::ListKeys:
-      return true;
-  }
-  return false;
+std::uint64_t get_le(const std::array<char, 8>& b, std::size_t width) {
+  std::uint64_t v = 0;
+  for (std::size_t i = width; i-- > 0;) v = (v << 8) | static_cast<std::uint8_t>(b[i]);
+  return v;
 }
 
 }  // namespace
 
-ParseResult parse_request(std::string_view buf, Dialect dialect, const Limits& limits, Request& out) {
+RequestParser::RequestParser(Dialect dialect, const Limits& limits) : dialect_(dialect), limits_(limits) {}
+
+void RequestParser::begin(Op op) {
+  cur_.op = op;
+  cur_.keys.clear();
+  cur_.values.clear();
+  cur_.number = 0;
+  cur_.u32 = 0;
+  in_request_ = true;
+  step_ = 0;
+  items_left_ = 0;
+  num_have_ = 0;
+  in_string_ = false;
+  target_ = nullptr;
+  nfixed_ = 0;
+  nrepeat_ = 0;
+  auto fixed = [&](std::initializer_list<Field> fs) {
+    for (Field f : fs) fixed_[nfixed_++] = f;
+  };
+  auto repeat = [&](std::initializer_list<Field> fs) {
+    for (Field f : fs) repeat_[nrepeat_++] = f;
+  };
+  switch (op) {
+    case Op::Validate:
+    case Op::Ping: fixed({Field::U32}); break;
+    case Op::Set:
+    case Op::Append:
+    case Op::QueuePush: fixed({Field::Key, Field::Value}); break;
+    case Op::CompareSet: fixed({Field::Key, Field::Value, Field::Value}); break;
+    case Op::Get:
+    case Op::DeleteKey:
+    case Op::WatchKey:
+    case Op::QueuePop:
+    case Op::QueueLen: fixed({Field::Key}); break;
+    case Op::Add:
+    case Op::Barrier: fixed({Field::Key, Field::I64}); break;
+    case Op::Check:
+    case Op::Wait:
+    case Op::MultiGet:
+      fixed({Field::Count});
+      repeat({Field::Key});
+      break;
+    case Op::MultiSet:
+      fixed({Field::Count});
+      repeat({Field::Key, Field::Value});
+      break;
+    case Op::NumKeys:
+    case Op::CancelWait:
+    case Op::ListKeys: break;
+  }
+}
+
+RequestParser::Field RequestParser::current() const {
+  if (step_ < nfixed_) return fixed_[step_];
+  if (nrepeat_ > 0 && items_left_ > 0) return repeat_[step_ - nfixed_];
+  return Field::None;
+}
+
+void RequestParser::advance() {
+  ++step_;
+  if (step_ > nfixed_ && step_ == nfixed_ + nrepeat_) {  // one item of the repeated group done
+    step_ = nfixed_;
+    --items_left_;
+  }
+}
+
+bool RequestParser::fail(std::string msg) {
+  if (error_.empty()) error_ = in_request_ ? fmt::format("{}: {}", op_name(cur_.op), msg) : std::move(msg);
+  return false;
+}
+
+bool RequestParser::field(std::string_view data, std::size_t& pos) {
+  const Field f = current();
+  if (f == Field::Key || f == Field::Value) return string_field(data, pos, f);
+  const std::size_t width = f == Field::U32 ? 4 : 8;
+  const std::size_t n = std::min(width - num_have_, data.size() - pos);
+  std::memcpy(num_.data() + num_have_, data.data() + pos, n);
+  num_have_ += n;
+  pos += n;
+  pending_ += n;
+  if (num_have_ < width) return false;
+  num_have_ = 0;
+  const std::uint64_t v = get_le(num_, width);
+  switch (f) {
+    case Field::U32: cur_.u32 = static_cast<std::uint32_t>(v); break;
+    case Field::I64: cur_.number = static_cast<std::int64_t>(v); break;
+    default:  // Count
+      if (v > limits_.max_keys_per_request) {
+        return fail(fmt::format("{} keys in one request exceeds the limit of {}", v, limits_.max_keys_per_request));
+      }
+      items_left_ = v;
+      // Room for what a few reads bring, not for what the count claims: storage follows the bytes.
+      cur_.keys.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(v, 1024)));
+      break;
+  }
+  advance();
+  return true;
+}
+
+bool RequestParser::string_field(std::string_view data, std::size_t& pos, Field f) {
+  if (!in_string_) {
+    const std::size_t n = std::min(8 - num_have_, data.size() - pos);
+    std::memcpy(num_.data() + num_have_, data.data() + pos, n);
+    num_have_ += n;
+    pos += n;
+    pending_ += n;
+    if (num_have_ < 8) return false;
+    num_have_ = 0;
+    const std::uint64_t len = get_le(num_, 8);
+    const bool is_key = f == Field::Key;
+    const std::size_t max = is_key ? limits_.max_key_bytes : limits_.max_value_bytes;
+    if (len > max) {
+      return fail(fmt::format("{} of {} bytes exceeds the limit of {} bytes", is_key ? "key" : "value", len, max));
+    }
+    // pending_ - 1: the fields so far, without the opcode byte.
+    if (pending_ - 1 + len > limits_.max_request_bytes) {
+      return fail(fmt::format("request larger than the limit of {} bytes", limits_.max_request_bytes));
+    }
+    auto& list = is_key ? cur_.keys : cur_.values;
+    target_ = &list.emplace_back();
+    in_string_ = true;
+    str_left_ = len;
+  }
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(str_left_, data.size() - pos));
+  target_->append(data.data() + pos, n);
+  pos += n;
+  pending_ += n;
+  str_left_ -= n;
+  if (str_left_ > 0) return false;
+  in_string_ = false;
+  target_ = nullptr;
+  advance();
+  return true;
+}
+
+ParseResult RequestParser::feed(std::string_view data, Request& out) {
   ParseResult result;
-  if (buf.empty()) return result;
-  auto byte = static_cast<std::uint8_t>(buf[0]);
-  auto op = decode_opcode(dialect, byte);
-  if (!op) {
-    result.status = ParseStatus::Error;
-    result.error = fmt::format("unknown opcode {} in {}", byte, dialect_name(dialect));
+  std::size_t pos = 0;
+  auto finish = [&](ParseStatus status) {
+    examined_ += pos;
+    result.status = status;
+    if (status == ParseStatus::Error) result.error = error_;
+    if (status == ParseStatus::Complete) result.consumed = pos;
     return result;
+  };
+  if (failed()) return finish(ParseStatus::Error);
+  if (!in_request_) {
+    if (data.empty()) return result;
+    const auto byte = static_cast<std::uint8_t>(data[0]);
+    pos = 1;
+    auto op = decode_opcode(dialect_, byte);
+    if (!op) {
+      fail(fmt::format("unknown opcode {} in {}", byte, dialect_name(dialect_)));
+      return finish(ParseStatus::Error);
+    }
+    begin(*op);
+    pending_ = 1;
   }
-  out.op = *op;
-  Reader r(buf.substr(1), limits);
-  parse_body(r, out);
-  if (r.failed()) {
-    result.status = ParseStatus::Error;
-    result.error = fmt::format("{}: {}", op_name(*op), r.error());
-  } else if (r.need_more()) {
-    result.status = ParseStatus::NeedMore;
-  } else {
-    result.status = ParseStatus::Complete;
-    result.consumed = 1 + r.pos();
+  while (current() != Field::None) {
+    if (!field(data, pos)) return finish(failed() ? ParseStatus::Error : ParseStatus::NeedMore);
   }
-  return result;
+  out = std::move(cur_);
+  in_request_ = false;
+  pending_ = 0;
+  return finish(ParseStatus::Complete);
+}
+
+ParseResult parse_request(std::string_view buf, Dialect dialect, const Limits& limits, Request& out) {
+  RequestParser parser(dialect, limits);
+  return parser.feed(buf, out);
 }
 
 Sniff sniff_dialect(std::string_view first, Dialect legacy) {
@@ -223,8 +236,7 @@ std::uint64_t get_u64(const char* p) {
 void encode_request(Dialect dialect, const Request& req, std::string& out) {
   auto opcode = encode_opcode(dialect, req.op);
   if (!opcode) {
-    throw std::invalid_argument(
-        fmt::format("{} does not exist in {}", op_name(req.op), dialect_name(dialect)));
+    throw std::invalid_argument(fmt::format("{} does not exist in {}", op_name(req.op), dialect_name(dialect)));
   }
   auto need_fields = [&](std::size_t keys, std::size_t values) {
     if (req.keys.size() < keys || req.values.size() < values) {
@@ -234,9 +246,7 @@ void encode_request(Dialect dialect, const Request& req, std::string& out) {
   put_u8(out, *opcode);
   switch (req.op) {
     case Op::Validate:
-    case Op::Ping:
-      put_u32(out, req.u32);
-      break;
+    case Op::Ping: put_u32(out, req.u32); break;
     case Op::Set:
     case Op::Append:
     case Op::QueuePush:
@@ -280,8 +290,7 @@ void encode_request(Dialect dialect, const Request& req, std::string& out) {
       break;
     case Op::NumKeys:
     case Op::CancelWait:
-    case Op::ListKeys:
-      break;
+    case Op::ListKeys: break;
   }
 }
 

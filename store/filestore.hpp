@@ -7,8 +7,6 @@
 // length | value, replayed from offset 0, last write wins. torch writes a record with four
 // separate write() calls, so a SIGKILL or a full disk can leave the last record cut short (a
 // "torn tail"); torch's reader then spins forever at 100% CPU holding LOCK_SH (spec §11.4).
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

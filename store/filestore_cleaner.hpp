@@ -11,8 +11,6 @@
 // Liveness cannot be read from the file itself: a torch FileStore user holds no fd and no lock
 // between operations. A live process that names the path nowhere in its argv or environment
 // (it builds the path in code) and is not inside a store operation is invisible here.
-#include <sys/types.h>
-
 #include <chrono>
 #include <filesystem>
 #include <optional>

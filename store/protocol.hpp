@@ -65,7 +65,11 @@ struct Limits {
   std::size_t max_value_bytes = 8u << 20;  // 8 MiB
   std::size_t max_keys_per_request = 131072;
   std::size_t max_request_bytes = 64u << 20;  // one request, all fields together
-  std::size_t max_total_bytes = 1u << 30;     // keys + values + queued items held by the store
+  // Bytes of requests still arriving, all connections together: what a server buffers before it can
+  // act. torch's own traffic stays far below (values of at most a few MiB: pickled rendezvous state,
+  // NCCL ids of 128 bytes); a set of clients each streaming a huge request does not.
+  std::size_t max_pending_bytes = 256u << 20;
+  std::size_t max_total_bytes = 1u << 30;  // keys + values + queued items held by the store
   std::size_t max_connections = 65536;
 };
 

@@ -55,12 +55,14 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     bool sniffed = false;
     Dialect dialect = Dialect::A;
     std::vector<char> rbuf = std::vector<char>(kFirstReadBuffer);  // where the armed receive lands
-    std::string in;                                                // bytes received but not yet a whole request
-    std::string out;                                               // replies not yet written
-    bool writing = false;                                          // waiting for the socket to become writable
-    bool reading = false;                                          // a read wait is armed
-    bool dirty = false;                                            // in the flush list
-    bool closing = false;                                          // close after `out` drains
+    std::optional<RequestParser> parser;                           // once the dialect is known: the request in progress
+    std::size_t pending = 0;                                       // its bytes, as counted in pending_total_
+    std::string in;           // bytes received but not yet parsed: a VALIDATE prefix, or what a pause left
+    std::string out;          // replies not yet written
+    bool writing = false;     // waiting for the socket to become writable
+    bool reading = false;     // a read wait is armed
+    bool dirty = false;       // in the flush list
+    bool closing = false;     // close after `out` drains
     bool paused = false;      // `in` holds requests left unparsed while `out` was over the high water
     bool overflowed = false;  // `out` passed kOutputLimit: dropped once the current request is done
     tcp::endpoint remote;     // from accept(); formatted only when a warning needs it
@@ -212,10 +214,10 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
 
   void read_done(const SessionPtr& s, boost::system::error_code ec, std::size_t n) {
     if (ec) {  // EOF or reset: the client is gone
-      if (!s->in.empty() && !s->closing) {
+      if ((!s->in.empty() || s->pending > 0) && !s->closing) {
         // A client killed mid-send (1.13 writes one request in many pieces) or a broken one.
         spdlog::warn("store connection {} from {} closed in the middle of a request ({} bytes of it received)", s->id,
-                     peer_of(*s), s->in.size());
+                     peer_of(*s), s->in.size() + s->pending);
       }
       drop(s);
       flush_dirty();
@@ -238,9 +240,12 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     if (!s->closing && s->out.size() < kOutputHighWater) arm_read(s);
   }
 
+  // Feeds what arrived to the connection's parser, which keeps a request in progress itself and
+  // resumes where it stopped: each byte is examined once, however many reads a big request takes
+  // (re-parsing from the request's first byte on every read made a 50 MB request quadratic and
+  // stalled every other client meanwhile).
   void consume(const SessionPtr& s, std::string_view data) {
-    // Parse straight from the read chunk when nothing is buffered (the common case); keep only
-    // an incomplete tail.
+    // Parse straight from the read chunk when nothing is held back (the common case).
     std::string_view buf = data;
     if (!s->in.empty()) {
       s->in.append(data);
@@ -255,6 +260,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       }
       s->sniffed = true;
       s->dialect = sniff.dialect;
+      s->parser.emplace(s->dialect, config_.limits);
       if (s->dialect == Dialect::C) used = 5;  // VALIDATE consumed, no reply
       state_.connect(s->id, s->dialect);
       spdlog::trace("connection {} speaks {}", s->id, dialect_name(s->dialect));
@@ -267,10 +273,19 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
         s->paused = true;
         break;
       }
-      ParseResult r = parse_request(buf.substr(used), s->dialect, config_.limits, request_);
-      if (r.status == ParseStatus::NeedMore) break;
+      ParseResult r = s->parser->feed(buf.substr(used), request_);
+      count_pending(*s);
       if (r.status == ParseStatus::Error) {
         close(s->id, r.error);
+        break;
+      }
+      if (r.status == ParseStatus::NeedMore) {
+        used = buf.size();  // all taken into the parser
+        if (pending_total_ > config_.limits.max_pending_bytes) {
+          close(s->id, fmt::format("its unfinished request holds {} bytes, and the unfinished requests of all "
+                                   "connections together passed the limit of {} bytes{}",
+                                   s->pending, config_.limits.max_pending_bytes, config_.pending_limit_advice));
+        }
         break;
       }
       used += r.consumed;
@@ -278,7 +293,10 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
       state_.handle(s->id, request_, *this);
       if (!overflowed_.empty()) drop_overflowed();
     }
-    if (s->closing) return;
+    if (s->closing) {
+      std::string().swap(s->in);
+      return;
+    }
     if (buf.data() == s->in.data()) {
       s->in.erase(0, used);
     } else if (used < buf.size()) {
@@ -313,6 +331,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     stats_.closed_for_violation++;
     spdlog::warn("closing store connection {} from {}: {}", conn, peer_of(*s), reason);
     s->closing = true;
+    release_pending(*s);
     state_.disconnect(conn);
     if (!s->dirty) {
       s->dirty = true;
@@ -371,9 +390,22 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
     if (s->closing) drop(s);
   }
 
+  // The parser's bytes of an unfinished request count towards max_pending_bytes until it completes.
+  void count_pending(Session& s) {
+    pending_total_ -= s.pending;
+    s.pending = s.parser ? s.parser->pending_bytes() : 0;
+    pending_total_ += s.pending;
+  }
+
+  void release_pending(Session& s) {
+    s.parser.reset();  // frees the request in progress now, not when the last handler lets go
+    count_pending(s);
+  }
+
   void drop(const SessionPtr& s) {
     if (sessions_.erase(s->id) == 0) return;
     s->closing = true;  // gone: resume() and consume() must not hand its requests to the state
+    release_pending(*s);
     state_.disconnect(s->id);
     boost::system::error_code ec;
     s->socket.close(ec);
@@ -402,6 +434,7 @@ class StoreServer::Impl : public std::enable_shared_from_this<StoreServer::Impl>
   std::vector<SessionPtr> overflowed_;  // sessions to drop once the current request is handled
   Request request_;
   ConnId next_id_ = 0;
+  std::size_t pending_total_ = 0;          // bytes of unfinished requests, all connections together
   std::optional<bool> nodelay_inherited_;  // known after the first accept
   bool stopped_ = false;
   ServerStats stats_;
@@ -439,6 +472,7 @@ void StoreServer::set_local(std::string key, std::string value) {
 ServerStats StoreServer::stats() const {
   ServerStats s = impl_->stats_;
   s.open = impl_->sessions_.size();
+  s.pending_bytes = impl_->pending_total_;
   return s;
 }
 

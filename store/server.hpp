@@ -3,7 +3,6 @@
 // connection; each connection's bytes go through the incremental codec into StoreState.
 // The supervisor embeds it on its own io_context; `ddp-launch store` runs it standalone.
 #include <boost/asio/io_context.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,8 +13,8 @@
 namespace ddp::store {
 
 struct ServerConfig {
-  std::string host = "127.0.0.1";  // loopback unless an address is given
-  std::uint16_t port = 0;          // 0: the kernel picks a free port
+  std::string host = "127.0.0.1";       // loopback unless an address is given
+  std::uint16_t port = 0;               // 0: the kernel picks a free port
   Dialect legacy_dialect = Dialect::A;  // for connections that do not start with VALIDATE
   Limits limits;
   StateOptions state;
@@ -23,12 +22,14 @@ struct ServerConfig {
   std::string busy_port_advice = "choose another port (--port 0 picks a free one)";
   std::string bad_host_advice = "--host 127.0.0.1 for loopback, 0.0.0.0 for every interface";
   std::string connection_limit_advice = " (--max-connections)";
+  std::string pending_limit_advice = " (--max-pending-bytes)";
 };
 
 struct ServerStats {
   std::uint64_t accepted = 0;
   std::uint64_t open = 0;
   std::uint64_t requests = 0;
+  std::size_t pending_bytes = 0;  // bytes of requests still arriving, all connections together
   std::uint64_t closed_for_violation = 0;
   std::uint64_t refused_over_limit = 0;
 };

@@ -40,6 +40,10 @@ Command add_store_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-request-bytes", l.max_request_bytes, "Largest single request")->capture_default_str();
   sub->add_option("--max-total-bytes", l.max_total_bytes, "Most bytes of keys and values held")->capture_default_str();
+  sub->add_option("--max-pending-bytes", l.max_pending_bytes,
+                  "Most bytes of requests still arriving, all connections together (a connection that passes it is "
+                  "closed)")
+      ->capture_default_str();
   sub->add_option("--max-connections", l.max_connections, "Most connections open at once")->capture_default_str();
 
   auto run = [config, legacy, keep_stale_waits, cas_no_wake]() -> int {

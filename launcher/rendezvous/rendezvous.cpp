@@ -371,6 +371,7 @@ std::unique_ptr<Rendezvous> Rendezvous::create(asio::io_context& io, RendezvousC
       sc.busy_port_advice = "give another port in --rdzv-endpoint HOST:PORT";
       sc.bad_host_advice = "--rdzv-endpoint HOST:PORT with this node's name or address";
       sc.connection_limit_advice = " (the embedded store's fixed limit)";
+      sc.pending_limit_advice = " (the embedded store's fixed limit)";
       auto server = std::make_unique<store::StoreServer>(io, sc);
       return std::make_unique<RendezvousHost>(io, std::move(config), std::move(callbacks), std::move(server));
     } catch (const std::exception& e) {

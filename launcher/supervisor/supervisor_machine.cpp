@@ -166,24 +166,31 @@ std::vector<Action> SupervisorMachine::group_gone() {
     return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
   }
   if (policy_.defer_restart_charge) {
+    // Charged once the next round shows the same nodes (RoundAdmitted); backs off as if it will be,
+    // like the static mode: a failing group under a dynamic rendezvous used to restart at once
+    // every time (500 restarts in 5 s).
     state_ = GroupState::Restarting;
     charge_pending_ = true;
-    return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
+    return {action::ArmBackoff{attempt_ + 1, backoff_before(restarts_spent_ + 1)}};
   }
   if (restarts_spent_ < policy_.max_restarts) {
     ++restarts_spent_;
     state_ = GroupState::Restarting;
-    // The first restart is immediate (as torchrun's); a group that keeps failing backs off
-    // exponentially from restart_backoff, so a crash loop does not spin.
-    std::chrono::milliseconds backoff{0};
-    if (restarts_spent_ >= 2) {
-      backoff = policy_.restart_backoff;
-      for (int i = 2; i < restarts_spent_ && backoff < policy_.max_backoff; ++i) backoff *= 2;
-      backoff = std::min(backoff, policy_.max_backoff);
-    }
-    return {action::ArmBackoff{attempt_ + 1, backoff}};
+    return {action::ArmBackoff{attempt_ + 1, backoff_before(restarts_spent_)}};
   }
   return finish(GroupState::Failed, 1);
+}
+
+// The first restart is immediate (as torchrun's); a group that keeps failing backs off
+// exponentially from restart_backoff, so a crash loop does not spin.
+std::chrono::milliseconds SupervisorMachine::backoff_before(int restart) const {
+  std::chrono::milliseconds backoff{0};
+  if (restart >= 2) {
+    backoff = policy_.restart_backoff;
+    for (int i = 2; i < restart && backoff < policy_.max_backoff; ++i) backoff *= 2;
+    backoff = std::min(backoff, policy_.max_backoff);
+  }
+  return backoff;
 }
 
 std::vector<Action> SupervisorMachine::handle(const input::BackoffExpired& e) {

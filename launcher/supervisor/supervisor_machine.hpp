@@ -190,6 +190,9 @@ class SupervisorMachine {
   std::vector<Action> stop_group(int signo);
   action::SignalGroup signal_group(int signo);  // remembered: a rank that dies of it was stopped by us
   std::vector<Action> group_gone();
+  // The wait before restart number `restart` (1-based): none for the first, then restart_backoff
+  // doubling per restart up to max_backoff.
+  std::chrono::milliseconds backoff_before(int restart) const;
   std::vector<Action> finish(GroupState final_state, int code);
 
   SupervisorPolicy policy_;

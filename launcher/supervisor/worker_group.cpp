@@ -8,6 +8,10 @@
 namespace ddp::launcher {
 
 void WorkerGroup::retire() {
+  // An earlier attempt's worker whose streams have both ended has no read in flight and nothing
+  // that refers to it: freed here, so a crash loop keeps at most the last attempts' workers instead
+  // of every attempt's (128 KiB of read buffers per rank per restart: 7.7 -> 98 MB after 340).
+  std::erase_if(retired_, [](const std::unique_ptr<Worker>& w) { return w->output.drained(); });
   for (auto& w : workers_) {
     w->output.stop_reading();
     retired_.push_back(std::move(w));

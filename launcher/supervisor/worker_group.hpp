@@ -3,8 +3,9 @@
 // (launcher/supervisor/spawner.hpp; contained by platform/containment.hpp, their exits from
 // platform/child_exits.hpp), their routed output (launcher/outputs/log_router.hpp) and what the supervisor
 // reads back from them (the run record's entries, the watchdog's ranks, the summary's evidence).
-// Earlier attempts' workers are kept to the end: a dead rank's children (DataLoader workers…) may
-// still hold its pipes when the group restarts, and the aborted reads complete on live objects.
+// Earlier attempts' workers are kept until both their streams have ended: a dead rank's children
+// (DataLoader workers…) may still hold its pipes when the group restarts, and the aborted reads
+// complete on live objects; each new attempt frees the retired workers that have ended.
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
@@ -63,6 +64,7 @@ class WorkerGroup {
 
   Worker* of(int local_rank) const;
   std::size_t size() const { return workers_.size(); }
+  std::size_t retired() const { return retired_.size(); }      // earlier attempts' workers still held
   std::vector<RecordedProcess> recorded() const;               // for processes.json
   std::vector<WatchedRank> alive_ranks() const;                // for the rendezvous watchdog
   std::optional<RankEvidence> evidence(int local_rank) const;  // for the failure summary

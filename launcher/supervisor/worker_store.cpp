@@ -49,6 +49,7 @@ std::uint16_t WorkerStore::host(Rendezvous* rdzv, std::function<void(std::int64_
   sc.busy_port_advice = "leave --master-port out (a free port is picked) or give another one";
   sc.bad_host_advice = "--master-addr 127.0.0.1 for this node alone";
   sc.connection_limit_advice = " (the embedded store's fixed limit)";
+  sc.pending_limit_advice = " (the embedded store's fixed limit)";
   if (rdzv) {
     sc.host = config_.dynamic->endpoint_host;  // where every node reaches us
     sc.port = 0;

@@ -15,9 +15,12 @@
 //   - every strict prefix of a complete request is NeedMore (the server may get any split), and
 //     parsing never reads past what it reports as consumed;
 //   - encode_request(parse(bytes)) gives back exactly the consumed bytes;
+//   - one RequestParser fed the stream in pieces (sizes drawn from the bytes) gives the same
+//     requests and the same error as parsing each request whole, and examines each byte once;
 //   - the state never sends to a connection it closed or that is gone, keeps total_bytes within
 //     its limit, and holds no waits once every connection has gone;
 //   - no request other than LIST_KEYS is answered with much more than a request's worth of bytes.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -120,6 +123,39 @@ void check_prefixes(std::string_view buf, std::size_t consumed, Dialect d, const
              "a request parses differently without the bytes that follow it");
 }
 
+struct Incremental {
+  std::vector<std::string> requests;  // each re-encoded
+  bool error = false;
+  std::uint64_t examined = 0;
+};
+
+Incremental feed_in_pieces(std::string_view stream, Dialect d, const Limits& limits) {
+  Incremental got;
+  RequestParser parser(d, limits);
+  Request req;
+  std::size_t i = 0;
+  while (i < stream.size() && !got.error) {
+    const std::size_t n = std::min(stream.size() - i, 1 + (static_cast<std::uint8_t>(stream[i]) * 7 + i) % 97);
+    const std::string_view chunk = stream.substr(i, n);
+    std::size_t off = 0;
+    while (off < chunk.size()) {
+      ParseResult r = parser.feed(chunk.substr(off), req);
+      if (r.status == ParseStatus::Error) {
+        got.error = true;
+        break;
+      }
+      if (r.status == ParseStatus::NeedMore) break;
+      FUZZ_CHECK(r.consumed >= 1 && r.consumed <= chunk.size() - off, "incremental consumed is outside the piece");
+      off += r.consumed;
+      got.requests.emplace_back();
+      encode_request(d, req, got.requests.back());
+    }
+    i += n;
+  }
+  got.examined = parser.bytes_examined();
+  return got;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -155,12 +191,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t handled = 0;
   const std::size_t reset_at = stream.size() / 2;
   bool did_reset = false;
+  const Incremental pieces = feed_in_pieces(stream.substr(pos), dialect, limits);
+  FUZZ_CHECK(pieces.examined <= stream.size() - pos, "the incremental parser examined bytes more than once");
+  std::vector<std::string> whole;
+  bool whole_error = false;
   while (pos < stream.size()) {
     std::string_view buf = stream.substr(pos);
     ParseResult r = parse_request(buf, dialect, limits, req);
     if (r.status == ParseStatus::NeedMore) break;
     if (r.status == ParseStatus::Error) {
       FUZZ_CHECK(!r.error.empty(), "a parse error without a message");
+      whole_error = true;
       // The server closes the connection; this stream is over.
       break;
     }
@@ -170,6 +211,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     reencoded.clear();
     encode_request(dialect, req, reencoded);
     FUZZ_CHECK(reencoded == buf.substr(0, r.consumed), "encode(parse(bytes)) differs from the bytes");
+    whole.push_back(reencoded);
 
     // A closed connection is replaced by a fresh one, so later requests still reach the state.
     ConnId& conn = conns[handled % nconns];
@@ -203,6 +245,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                  "reset left state behind");
     }
   }
+
+  FUZZ_CHECK(pieces.requests == whole, "fed in pieces, the parser gives other requests than parsing them whole");
+  FUZZ_CHECK(pieces.error == whole_error, "fed in pieces, the parser fails where parsing whole does not (or not)");
 
   out.disconnect_all();
   FUZZ_CHECK(state.connections() == 0, "connections left after every client disconnected");

@@ -228,6 +228,27 @@ TEST_CASE("dynamic rendezvous: a failure is charged only when the next round has
   CHECK(m.state() == GroupState::Failed);
 }
 
+TEST_CASE("dynamic rendezvous: a group that keeps failing backs off as in the static mode (issue 25, 3.12)") {
+  // --rdzv-backend c10d restarted a crash loop at once every time: 500 restarts in ~5 s.
+  auto p = policy(1, 100);
+  p.defer_restart_charge = true;
+  p.max_backoff = 400ms;
+  SupervisorMachine m(p);
+  m.on(input::Start{});
+  std::vector<std::chrono::milliseconds> waits;
+  for (int attempt = 1; attempt <= 6; ++attempt) {
+    waits.push_back(get<action::ArmBackoff>(m.on(exited(0, 1))).after);
+    CHECK(m.on(input::RoundAdmitted{false}).empty());  // charged: same nodes
+    REQUIRE(has<action::SpawnGroup>(m.on(input::BackoffExpired{attempt})));
+  }
+  CHECK(waits == std::vector<std::chrono::milliseconds>{0ms, 100ms, 200ms, 400ms, 400ms, 400ms});
+  // A restart for a membership change (a peer's failure, excused) does not grow the wait.
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 400ms);
+  CHECK(m.on(input::RoundAdmitted{true}).empty());
+  m.on(input::BackoffExpired{7});
+  CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 400ms);
+}
+
 TEST_CASE("a signal while waiting for the first rendezvous round ends the run at once (torchrun: 128+signo)") {
   for (int signo : {SIGTERM, SIGINT}) {
     SupervisorMachine m(policy(2));

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "store/codec.hpp"
 
@@ -175,4 +176,80 @@ TEST_CASE("integers are little-endian") {
   put_u32(out, kValidateMagic);
   CHECK(out == hex("cef7853c"));
   CHECK(get_u32(out.data()) == kValidateMagic);
+}
+
+TEST_CASE("one parser fed a stream in pieces of any size gives the requests parsed whole") {
+  // SET, CHECK of two keys, MULTI_SET of an empty value, NUM_KEYS (dialect B numbering: 0, 4, 10, 6).
+  std::string stream = hex("00 0300000000000000 2f6b31 0200000000000000 7631") +
+                       hex("04 0200000000000000 0100000000000000 61 0200000000000000 6262") +
+                       hex("0a 0100000000000000 0200000000000000 2f6d 0000000000000000") + hex("06");
+  for (std::size_t piece = 1; piece <= stream.size(); ++piece) {
+    RequestParser parser(Dialect::B, {});
+    std::vector<Request> got;
+    for (std::size_t i = 0; i < stream.size(); i += piece) {
+      std::string_view chunk = std::string_view(stream).substr(i, piece);
+      while (!chunk.empty()) {
+        Request req;
+        auto r = parser.feed(chunk, req);
+        REQUIRE(r.status != ParseStatus::Error);
+        if (r.status == ParseStatus::NeedMore) break;
+        got.push_back(std::move(req));
+        chunk.remove_prefix(r.consumed);
+      }
+    }
+    INFO("pieces of ", piece, " bytes");
+    REQUIRE(got.size() == 4);
+    CHECK(got[0].op == Op::Set);
+    CHECK(got[0].values == std::vector<std::string>{"v1"});
+    CHECK(got[1].op == Op::Check);
+    CHECK(got[1].keys == std::vector<std::string>{"a", "bb"});
+    CHECK(got[2].op == Op::MultiSet);
+    CHECK(got[2].keys == std::vector<std::string>{"/m"});
+    CHECK(got[2].values == std::vector<std::string>{""});
+    CHECK(got[3].op == Op::NumKeys);
+    CHECK(parser.pending_bytes() == 0);
+    CHECK(parser.bytes_examined() == stream.size());
+  }
+}
+
+TEST_CASE("a 50 MB request read 64 KiB at a time: each byte examined once, held bytes counted") {
+  // Issue 25 item 3.10: the server re-parsed a request from its first byte on every read.
+  Request big;
+  big.op = Op::Wait;
+  for (int i = 0; i < 50 * 1000 * 1000 / 4104; ++i) big.keys.push_back(std::string(4096, 'k') + std::to_string(i));
+  std::string bytes;
+  encode_request(Dialect::A, big, bytes);
+  RequestParser parser(Dialect::A, {});
+  Request out;
+  std::size_t pos = 0;
+  ParseResult r;
+  std::size_t reads = 0;
+  while (pos < bytes.size()) {
+    auto chunk = std::string_view(bytes).substr(pos, 64u << 10);
+    r = parser.feed(chunk, out);
+    ++reads;
+    pos += chunk.size();
+    if (r.status != ParseStatus::NeedMore) break;
+    CHECK(parser.pending_bytes() == pos);
+  }
+  REQUIRE(r.status == ParseStatus::Complete);
+  CHECK(pos == bytes.size());
+  CHECK(reads > 700);
+  CHECK(parser.bytes_examined() == bytes.size());
+  CHECK(parser.pending_bytes() == 0);
+  CHECK(out.keys == big.keys);
+}
+
+TEST_CASE("a failed parser stays failed and says why") {
+  Limits small;
+  small.max_key_bytes = 4;
+  RequestParser parser(Dialect::A, small);
+  Request req;
+  auto r = parser.feed(hex("00 0500"), req);
+  CHECK(r.status == ParseStatus::NeedMore);
+  r = parser.feed(hex("000000000000"), req);
+  REQUIRE(r.status == ParseStatus::Error);
+  CHECK(r.error == "SET: key of 5 bytes exceeds the limit of 4 bytes");
+  CHECK(parser.failed());
+  CHECK(parser.feed(hex("06"), req).status == ParseStatus::Error);
 }
