@@ -150,14 +150,15 @@ def script_named_command(path, *extra):
     return [DDP_LAUNCH, "run", "--nproc-per-node", "2", "--python", PYTHON, *extra, ARGV_PATH_WORKER, path, "20"]
 
 
-def leave_killed_run_filestore(path):
+def leave_killed_run_filestore(path, command=None):
     """The issue's first run: 2 ranks meet through the FileStore at `path` (named only by the script's
-    own argument), all_reduce, then the supervisor is SIGKILLed. Returns once every process of that
-    run is gone and the file is left behind."""
+    own argument, or by `command`, a 2-rank `ddp-launch run` whose workers print READY sum=<n> pid=<pid>),
+    all_reduce, then the supervisor is SIGKILLed. Returns once every process of that run is gone and the
+    file is left behind."""
     from harness import alive, check  # noqa: E402 (kept local: fs_helpers is imported by tests that need neither)
     hold = os.path.join(os.path.dirname(path), "hold")
     write_file(hold, b"")
-    first = Child(script_named_command(path), "first run", start_new_session=True)
+    first = Child(command or script_named_command(path), "first run", start_new_session=True)
     try:
         pids = []
         for _ in range(2):
