@@ -120,6 +120,19 @@ def wait_dead(pids, seconds):
     return [p for p in pids if alive(p)]
 
 
+def wait_until_value(what, probe, timeout, interval=0.2):
+    """Calls `probe` until it returns something true, and returns that; TestFailure naming `what`
+    when `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TestFailure(f"not within {timeout} s: {what}")
+        time.sleep(interval)
+
+
 def children(pid):
     """The pids of a process's direct children (every thread's /proc/<pid>/task/*/children)."""
     out = set()
