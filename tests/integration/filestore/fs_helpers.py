@@ -84,6 +84,21 @@ def start_ranks(path, timeout_s, mode, import_timeout=120):
     return ranks
 
 
+def open_holder(path, lock=False):
+    """A live process that has `path` open, once it has: the path comes on its stdin, so only its open
+    descriptor gives it away (with `lock`, also its LOCK_EX flock). kill() it when done."""
+    take = "fcntl.flock(f, fcntl.LOCK_EX); " if lock else ""
+    holder = Child([PYTHON, "-c", "import fcntl, sys, time; f = open(sys.stdin.readline().strip(), 'rb'); " + take +
+                    "print('HOLDING', flush=True); time.sleep(300)"], "lock holder" if lock else "holder")
+    try:
+        holder.send(path + "\n")
+        holder.wait_line("HOLDING", 30, "the holder to take LOCK_EX" if lock else "the holder to open the file")
+    except BaseException:
+        holder.kill()
+        raise
+    return holder
+
+
 def kill_all(children):
     for c in children:
         c.kill()
