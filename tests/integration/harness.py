@@ -156,6 +156,18 @@ EVENTS_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "
 _JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
 
+def run_script_worker(run_dir, name, source, nproc, *flags, timeout=180):
+    """`ddp-launch run` of `nproc` ranks of the Python `source` (written to run_dir/name), with
+    --events and then `flags`; returns (the CompletedProcess, its events)."""
+    worker = os.path.join(run_dir, name)
+    with open(worker, "w") as f:
+        f.write(source)
+    ev = os.path.join(run_dir, "events.jsonl")
+    r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", str(nproc), "--events", ev,
+                        *flags, worker], capture_output=True, text=True, timeout=timeout)
+    return r, read_events(ev)
+
+
 def _schema_errors(value, schema, root, where):
     """The subset of JSON Schema docs/events.schema.json uses (no jsonschema package here): $ref into
     $defs, type, const, enum, minimum, required, properties, additionalProperties: false, items,
