@@ -24,6 +24,20 @@ struct TcpAddress {
 // transient while a cluster comes up: callers retry).
 std::vector<TcpAddress> resolve_tcp(const std::string& host, std::uint16_t port, std::string& why);
 
+namespace detail {
+// The list getaddrinfo (POSIX addrinfo) or GetAddrInfoW (Windows ADDRINFOW) returned, as
+// TcpAddresses: both have the same fields, so each OS half of resolve_tcp calls this one loop.
+template <class AddrInfo>
+std::vector<TcpAddress> tcp_addresses(const AddrInfo* list) {
+  std::vector<TcpAddress> out;
+  for (auto* ai = list; ai; ai = ai->ai_next) {
+    out.push_back({ai->ai_family, ai->ai_socktype, ai->ai_protocol,
+                   std::string(reinterpret_cast<const char*>(ai->ai_addr), ai->ai_addrlen)});
+  }
+  return out;
+}
+}  // namespace detail
+
 class TcpClient {
  public:
   using Clock = std::chrono::steady_clock;

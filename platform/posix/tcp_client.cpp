@@ -14,7 +14,6 @@
 #include <cstring>
 #include <memory>
 #include <system_error>
-#include <utility>
 
 namespace ddp::platform {
 namespace {
@@ -57,26 +56,7 @@ std::vector<TcpAddress> resolve_tcp(const std::string& host, std::uint16_t port,
     return {};
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owner(list, &::freeaddrinfo);
-  std::vector<TcpAddress> out;
-  for (auto* ai = list; ai; ai = ai->ai_next) {
-    out.push_back({ai->ai_family, ai->ai_socktype, ai->ai_protocol,
-                   std::string(reinterpret_cast<const char*>(ai->ai_addr), ai->ai_addrlen)});
-  }
-  return out;
-}
-
-TcpClient::~TcpClient() { close(); }
-
-TcpClient::TcpClient(TcpClient&& other) noexcept
-    : socket_(std::exchange(other.socket_, -1)), last_error_(other.last_error_) {}
-
-TcpClient& TcpClient::operator=(TcpClient&& other) noexcept {
-  if (this != &other) {
-    close();
-    socket_ = std::exchange(other.socket_, -1);
-    last_error_ = other.last_error_;
-  }
-  return *this;
+  return detail::tcp_addresses(list);
 }
 
 TcpClient::operator bool() const { return socket_ >= 0; }

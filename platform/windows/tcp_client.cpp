@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <system_error>
-#include <utility>
 
 #include "platform/windows/wide.hpp"
 
@@ -71,26 +70,7 @@ std::vector<TcpAddress> resolve_tcp(const std::string& host, std::uint16_t port,
     return {};
   }
   std::unique_ptr<ADDRINFOW, decltype(&::FreeAddrInfoW)> owner(list, &::FreeAddrInfoW);
-  std::vector<TcpAddress> out;
-  for (auto* ai = list; ai; ai = ai->ai_next) {
-    out.push_back({ai->ai_family, ai->ai_socktype, ai->ai_protocol,
-                   std::string(reinterpret_cast<const char*>(ai->ai_addr), ai->ai_addrlen)});
-  }
-  return out;
-}
-
-TcpClient::~TcpClient() { close(); }
-
-TcpClient::TcpClient(TcpClient&& other) noexcept
-    : socket_(std::exchange(other.socket_, -1)), last_error_(other.last_error_) {}
-
-TcpClient& TcpClient::operator=(TcpClient&& other) noexcept {
-  if (this != &other) {
-    close();
-    socket_ = std::exchange(other.socket_, -1);
-    last_error_ = other.last_error_;
-  }
-  return *this;
+  return detail::tcp_addresses(list);
 }
 
 TcpClient::operator bool() const { return as_socket(socket_) != INVALID_SOCKET; }

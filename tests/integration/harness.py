@@ -120,6 +120,19 @@ def wait_dead(pids, seconds):
     return [p for p in pids if alive(p)]
 
 
+def wait_until_value(what, probe, timeout, interval=0.2):
+    """Calls `probe` until it returns something true, and returns that; TestFailure naming `what`
+    when `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TestFailure(f"not within {timeout} s: {what}")
+        time.sleep(interval)
+
+
 def children(pid):
     """The pids of a process's direct children (every thread's /proc/<pid>/task/*/children)."""
     out = set()
@@ -141,6 +154,18 @@ def read_events(path):
 
 EVENTS_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "events.schema.json")
 _JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def run_script_worker(run_dir, name, source, nproc, *flags, timeout=180):
+    """`ddp-launch run` of `nproc` ranks of the Python `source` (written to run_dir/name), with
+    --events and then `flags`; returns (the CompletedProcess, its events)."""
+    worker = os.path.join(run_dir, name)
+    with open(worker, "w") as f:
+        f.write(source)
+    ev = os.path.join(run_dir, "events.jsonl")
+    r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", str(nproc), "--events", ev,
+                        *flags, worker], capture_output=True, text=True, timeout=timeout)
+    return r, read_events(ev)
 
 
 def _schema_errors(value, schema, root, where):

@@ -84,6 +84,21 @@ def start_ranks(path, timeout_s, mode, import_timeout=120):
     return ranks
 
 
+def open_holder(path, lock=False):
+    """A live process that has `path` open, once it has: the path comes on its stdin, so only its open
+    descriptor gives it away (with `lock`, also its LOCK_EX flock). kill() it when done."""
+    take = "fcntl.flock(f, fcntl.LOCK_EX); " if lock else ""
+    holder = Child([PYTHON, "-c", "import fcntl, sys, time; f = open(sys.stdin.readline().strip(), 'rb'); " + take +
+                    "print('HOLDING', flush=True); time.sleep(300)"], "lock holder" if lock else "holder")
+    try:
+        holder.send(path + "\n")
+        holder.wait_line("HOLDING", 30, "the holder to take LOCK_EX" if lock else "the holder to open the file")
+    except BaseException:
+        holder.kill()
+        raise
+    return holder
+
+
 def kill_all(children):
     for c in children:
         c.kill()
@@ -150,14 +165,15 @@ def script_named_command(path, *extra):
     return [DDP_LAUNCH, "run", "--nproc-per-node", "2", "--python", PYTHON, *extra, ARGV_PATH_WORKER, path, "20"]
 
 
-def leave_killed_run_filestore(path):
+def leave_killed_run_filestore(path, command=None):
     """The issue's first run: 2 ranks meet through the FileStore at `path` (named only by the script's
-    own argument), all_reduce, then the supervisor is SIGKILLed. Returns once every process of that
-    run is gone and the file is left behind."""
+    own argument, or by `command`, a 2-rank `ddp-launch run` whose workers print READY sum=<n> pid=<pid>),
+    all_reduce, then the supervisor is SIGKILLed. Returns once every process of that run is gone and the
+    file is left behind."""
     from harness import alive, check  # noqa: E402 (kept local: fs_helpers is imported by tests that need neither)
     hold = os.path.join(os.path.dirname(path), "hold")
     write_file(hold, b"")
-    first = Child(script_named_command(path), "first run", start_new_session=True)
+    first = Child(command or script_named_command(path), "first run", start_new_session=True)
     try:
         pids = []
         for _ in range(2):

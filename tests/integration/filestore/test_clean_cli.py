@@ -6,7 +6,7 @@ import os
 import subprocess
 import tempfile
 
-from fs_helpers import Child, clean, killed_rendezvous_bytes, record, torn_bytes, wait_until, write_file
+from fs_helpers import Child, clean, killed_rendezvous_bytes, open_holder, record, torn_bytes, wait_until, write_file
 from harness import PYTHON, alive, check, run_tests, wait_dead
 
 SLEEPER = "import sys, time; print('READY', flush=True); time.sleep(120)"
@@ -56,11 +56,8 @@ def test_open_file_is_in_use_and_kept():
         path = os.path.join(tmp, "rdzv")
         write_file(path, killed_rendezvous_bytes())
         # Path passed on stdin, so only the open fd gives this process away.
-        holder = Child([PYTHON, "-c", "import sys, time; f = open(sys.stdin.readline().strip(), 'rb'); "
-                                      "print('READY', flush=True); time.sleep(120)"], "holder")
+        holder = open_holder(path)
         try:
-            holder.send(path + "\n")
-            holder.wait_line("READY", 30, "the holder to open the file")
             r = clean(path)
             check(r.returncode == 1, f"rc={r.returncode}\n{r.stdout}{r.stderr}")
             check(f"pid {holder.proc.pid} (" in r.stdout and "has it open" in r.stdout,
@@ -193,12 +190,8 @@ def test_lock_holder_is_named():
     with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
         path = os.path.join(tmp, "rdzv")
         write_file(path, killed_rendezvous_bytes())
-        holder = Child([PYTHON, "-c", "import fcntl, sys, time; f = open(sys.stdin.readline().strip(), 'rb'); "
-                                      "fcntl.flock(f, fcntl.LOCK_EX); print('READY', flush=True); time.sleep(120)"],
-                       "lock holder")
+        holder = open_holder(path, lock=True)
         try:
-            holder.send(path + "\n")
-            holder.wait_line("READY", 30, "the holder to take LOCK_EX")
             r = clean("--lock-timeout", "0.5", path)
             check(r.returncode == 1 and f"pid {holder.proc.pid}" in r.stdout and "holds LOCK_EX" in r.stdout,
                   f"rc={r.returncode}\n{r.stdout}{r.stderr}")

@@ -7,7 +7,7 @@ import os
 import subprocess
 import tempfile
 
-from fs_helpers import Child, killed_rendezvous_bytes, write_file
+from fs_helpers import killed_rendezvous_bytes, open_holder, write_file
 from harness import DDP_LAUNCH, PYTHON, check, free_port, run_tests
 
 
@@ -33,11 +33,8 @@ def test_doctor_lists_stale_filestores_in_tmp_and_dead_records():
         write_file(named, killed_rendezvous_bytes())
         with open(os.path.join(tmp, "ddp-launch-job7-node0.processes.json"), "w") as f:
             json.dump({"supervisor": {"pid": 2 ** 22 + 7, "start_time": 1}, "filestores": [named], "workers": []}, f)
-        holder = Child([PYTHON, "-c", "import sys, time; f = open(sys.stdin.readline().strip(), 'rb'); "
-                        "print('HOLDING', flush=True); time.sleep(300)"], "holder")
+        holder = open_holder(held)
         try:
-            holder.send(held + "\n")
-            holder.wait_line("HOLDING", 30, "the holder to open its file")
             checks = doctor(tmp)
         finally:
             holder.kill()

@@ -4,13 +4,11 @@ behind; the same command run again succeeds, because run finds the stale file be
 removes it and says so. A file that a live process still uses stops the launch with an error naming
 `ddp-launch clean PATH`; a file that is not a FileStore is never touched, nor does it stop the launch."""
 import os
-import re
-import signal
 import subprocess
 import tempfile
 
-from fs_helpers import HERE, Child, killed_rendezvous_bytes, wait_until, write_file
-from harness import DDP_LAUNCH, PYTHON, alive, check, run_tests
+from fs_helpers import HERE, Child, killed_rendezvous_bytes, leave_killed_run_filestore, write_file
+from harness import DDP_LAUNCH, PYTHON, check, run_tests
 
 WORKER = os.path.join(HERE, "file_init_worker.py")
 
@@ -20,41 +18,10 @@ def command(path, *extra):
             "--dist-url", f"file://{path}", "--timeout", "20"]
 
 
-def naming(path):
-    """pids of processes (not us) whose command line names `path`: the killed run's leftovers."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if path.encode() in f.read():
-                    out.append(int(entry))
-        except OSError:
-            pass
-    return out
-
-
 def test_killed_file_init_run_then_same_command_succeeds():
     with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
         path = os.path.join(tmp, "sharedfile")
-        write_file(os.path.join(tmp, "hold"), b"")
-        first = Child(command(path), "first run", start_new_session=True)
-        try:
-            pids = []
-            for _ in range(2):
-                line = first.out.wait_for("READY sum=", 120, "both ranks' READY line (init + all_reduce)")
-                check("READY sum=3" in line, f"first run's all_reduce: {line!r}")
-                pids.append(int(re.search(r"pid=(\d+)", line).group(1)))
-            first.proc.send_signal(signal.SIGKILL)  # the launcher only: its guardian ends the workers
-            first.proc.wait(10)
-        finally:
-            if first.proc.poll() is None:
-                os.killpg(first.proc.pid, signal.SIGKILL)
-        wait_until(lambda: not any(alive(p) for p in pids), 30, "the killed run's workers to be gone")
-        wait_until(lambda: not naming(path), 30, "every process of the killed run to be gone")
-        check(os.path.exists(path), f"the SIGKILLed run left no FileStore at {path}")
-        os.remove(os.path.join(tmp, "hold"))
+        leave_killed_run_filestore(path, command(path))
 
         r = subprocess.run(command(path), capture_output=True, text=True, timeout=180)
         check(r.returncode == 0, f"the rerun with the same command failed: rc={r.returncode}\n{r.stdout}\n{r.stderr}")

@@ -14,7 +14,7 @@ import os
 import subprocess
 import tempfile
 
-from fs_helpers import Child, leave_killed_run_filestore, script_named_command
+from fs_helpers import leave_killed_run_filestore, open_holder, script_named_command
 from harness import check, check_events_schema, read_events, run_tests
 
 RERUN_TIMEOUT_S = 240
@@ -69,12 +69,8 @@ def test_a_file_held_outside_the_run_is_in_use_and_kept():
         leave_killed_run_filestore(path)
         events = os.path.join(tmp, "events.jsonl")
         # Holds it open; its command line does not name it (the path comes on stdin).
-        holder = Child(["/usr/bin/python3", "-c",
-                        "import sys, time; f = open(sys.stdin.readline().strip(), 'rb'); "
-                        "print('HOLDING', flush=True); time.sleep(300)"], "holder")
+        holder = open_holder(path)
         try:
-            holder.send(path + "\n")
-            holder.wait_line("HOLDING", 30, "the holder to open the file")
             r = rerun(path, "--max-restarts", "1", "--events", events)
         finally:
             holder.kill()

@@ -8,10 +8,9 @@ as root); skipped otherwise."""
 import os
 import subprocess
 import tempfile
-import time
 
 from daemon_harness import Daemon
-from harness import PYTHON, TestFailure, check, run_tests
+from harness import PYTHON, check, run_tests, wait_until_value
 
 WORKER = """import os, sys, time
 gate = sys.argv[1]
@@ -32,17 +31,6 @@ def fill(path):
                 f.flush()
         except OSError:
             pass
-
-
-def wait_for(what, timeout, probe):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TestFailure(f"not within {timeout} s: {what}")
-        time.sleep(0.2)
 
 
 def test_a_job_ending_on_a_full_state_dir_is_settled_and_written_once_there_is_room():
@@ -80,11 +68,11 @@ def test_a_job_ending_on_a_full_state_dir_is_settled_and_written_once_there_is_r
             check("cannot write the job database" in daemon.log(), f"log: {daemon.log()[-2000:]}")
 
             os.unlink(filler)  # room again: what was kept is written, with a bounded back-off
-            wait_for("the state dir writable again in /v1/host", 60,
-                     lambda: daemon.request("GET", "/v1/host")[1]["state_dir"]["writable"])
+            wait_until_value("the state dir writable again in /v1/host",
+                             lambda: daemon.request("GET", "/v1/host")[1]["state_dir"]["writable"], 60)
             daemon.wait_state(b, ("SUCCEEDED", "FAILED"), 120, "(b ends)")
-            wait_for("nothing left unsaved", 60,
-                     lambda: daemon.request("GET", "/v1/host")[1]["state_dir"]["unsaved_jobs"] == 0)
+            wait_until_value("nothing left unsaved",
+                             lambda: daemon.request("GET", "/v1/host")[1]["state_dir"]["unsaved_jobs"] == 0, 60)
             check("takes writes again" in daemon.log(), f"log: {daemon.log()[-2000:]}")
             # The transitions made while the disk was full are in the database now (read from it).
             states = [t["to"] for t in daemon.events(a)["transitions"]]

@@ -11,11 +11,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "slurm"))
-from harness import PYTHON, LineReader, check, run_tests  # noqa: E402
+from harness import PYTHON, LineReader, check, run_tests, wait_until_value  # noqa: E402
 from daemon_harness import Daemon  # noqa: E402
 from slurm_cluster import SlurmCluster, skip_unless_available  # noqa: E402
 
@@ -40,17 +39,6 @@ def proc_cmdlines(needle):
         if needle in cmd:
             found[int(d)] = cmd
     return found
-
-
-def wait_for(what, cond, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.2)
 
 
 def sh_worker(tmp, name, body):
@@ -135,7 +123,7 @@ def test_cancel_scancels_and_leaves_no_process():
             job = d.submit(f"name: slurm-cancel\ncommand: [/bin/sh, {worker}]\nexecutor: slurm\n"
                            f"distributed: {{shutdown_grace: 2s}}\n")
             d.wait_state(job, "RUNNING", JOB_TIMEOUT, "(the job to cancel)")
-            wait_for("the worker script running", lambda: proc_cmdlines(worker), 60)
+            wait_until_value("the worker script running", lambda: proc_cmdlines(worker), 60)
             j = d.job(job)
             slurm_id = j.get("slurm_job_id", "")
             check(slurm_id.isdigit(), f"no slurm_job_id while running: {j}")
@@ -151,7 +139,7 @@ def test_cancel_scancels_and_leaves_no_process():
             check(info.get("JobState") == "CANCELLED", f"Slurm says {info}")
             left = {}
             try:
-                wait_for("the worker script gone", lambda: not proc_cmdlines(worker), 30)
+                wait_until_value("the worker script gone", lambda: not proc_cmdlines(worker), 30)
             except AssertionError:
                 left = proc_cmdlines(worker)
             check(not left, f"after cancel these processes live on: {left}")
@@ -168,7 +156,7 @@ def test_daemon_killed_while_slurm_job_runs_readopts_it():
                                "echo gate open")
             job = d.submit(f"name: slurm-adopt\ncommand: [/bin/sh, {worker}]\nexecutor: slurm\n")
             before = d.wait_state(job, "RUNNING", JOB_TIMEOUT, "(the job to re-adopt)")
-            wait_for("the worker script running", lambda: proc_cmdlines(worker), 60)
+            wait_until_value("the worker script running", lambda: proc_cmdlines(worker), 60)
             d.kill9()
             d.start()
             after = d.job(job)

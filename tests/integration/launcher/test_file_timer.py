@@ -86,33 +86,44 @@ def test_restart_after_the_timer_kill_succeeds_and_released_timers_never_fire():
         check_events_schema(events)
 
 
+def measure_waiting_supervisor(run_dir, ev, worker_args, marker, what, measure):
+    """A 1-rank run of WORKER with `worker_args`: once the worker prints `marker` (it then waits inside
+    its expires() blocks) and 0.5 s more (its requests read, the timer armed), `measure(pid)` looks at
+    the supervisor; returns (exit code, output) once the run has ended, killing it if measure fails."""
+    proc = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--events", ev, "--run-dir",
+                             os.path.join(run_dir, "r"), "--nproc-per-node", "1", WORKER, *worker_args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=timer_env())
+    try:
+        out = LineReader(proc.stdout, proc, "ddp-launch run")
+        out.wait_for(marker, 120, what)
+        time.sleep(0.5)
+        measure(proc.pid)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out.drain()
+    return rc, "\n".join(out.lines)
+
+
 def test_garbage_and_foreign_pids_harm_nobody_and_an_idle_timer_costs_no_wakeups():
     with tempfile.TemporaryDirectory() as d:
         ev = os.path.join(d, "events.jsonl")
-        proc = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--events", ev, "--run-dir",
-                                 os.path.join(d, "r"), "--nproc-per-node", "1", WORKER, "--garbage", "--quick",
-                                 "--child", "--idle", "4"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=timer_env())
-        try:
-            out = LineReader(proc.stdout, proc, "ddp-launch run")
-            out.wait_for("idle", 120, "the worker to wait inside a far-off expires() block")
-            time.sleep(0.5)  # the request is read and the timer armed for 600 s from now
+
+        def few_wakeups(pid):  # its one timer is due 600 s from now: nothing should wake it
             switches = lambda: sum(  # noqa: E731 - every thread's context switches: its wake-ups
-                int(v) for t in os.listdir(f"/proc/{proc.pid}/task")
-                for k, v in (l.split(":") for l in open(f"/proc/{proc.pid}/task/{t}/status"))
+                int(v) for t in os.listdir(f"/proc/{pid}/task")
+                for k, v in (l.split(":") for l in open(f"/proc/{pid}/task/{t}/status"))
                 if k.endswith("ctxt_switches"))
             before = switches()
             time.sleep(2)
             woke = switches() - before
             print(f"  supervisor wake-ups in 2 s with a timer due in 600 s: {woke}", flush=True)
             check(woke <= 2, f"the supervisor woke {woke} times in 2 s with nothing due")
-            rc = proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        out.drain()
-        text = "\n".join(out.lines)
+
+        rc, text = measure_waiting_supervisor(d, ev, ["--garbage", "--quick", "--child", "--idle", "4"], "idle",
+                                              "the worker to wait inside a far-off expires() block", few_wakeups)
         check(rc == 0, f"exit {rc}: {text}")
         events = read_events(ev)
         supervisor = only(events, "started")["supervisor_pid"]
@@ -150,23 +161,14 @@ def test_deadlines_past_2262_and_infinite_ones_cost_the_supervisor_no_cpu():
         ev = os.path.join(d, "events.jsonl")
         # The earliest is the one armed: 2e10 (its wait from now is past 2^63 ns), then the rest.
         far = "2e10,1e300,1.7e308,inf,nan"
-        proc = subprocess.Popen([DDP_LAUNCH, "run", "--python", PYTHON, "--events", ev, "--run-dir",
-                                 os.path.join(d, "r"), "--nproc-per-node", "1", WORKER, "--far", far, "--idle", "4"],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=timer_env())
-        try:
-            out = LineReader(proc.stdout, proc, "ddp-launch run")
-            out.wait_for("far", 120, "the worker to wait inside expires() blocks due past 2262")
-            time.sleep(0.5)  # the requests are read and the timer armed
-            share = running_share(proc.pid, 2)
+
+        def no_spinning(pid):
+            share = running_share(pid, 2)
             print(f"  supervisor's loop running in {share:.0%} of 2 s with deadlines {far}", flush=True)
             check(share < 0.25, f"the supervisor's loop ran {share:.0%} of the time with nothing due: it spins")
-            rc = proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        out.drain()
-        text = "\n".join(out.lines)
+
+        rc, text = measure_waiting_supervisor(d, ev, ["--far", far, "--idle", "4"], "far",
+                                              "the worker to wait inside expires() blocks due past 2262", no_spinning)
         check(rc == 0, f"exit {rc}: {text}")
         check("rank 0 left its far-off blocks" in text, f"log: {text}")
         check("skipped a malformed request (not a JSON object): {" in text and "Infinity" in text,

@@ -1,12 +1,10 @@
 """A SIGSTOPped rank is said to be stopped (issue 25): the hang watchdog finds it silent, and the
 summary says it is stopped (and that `kill -CONT` resumes it) at once, instead of waiting out the
 stack collection's bound for a faulthandler traceback a stopped process cannot write."""
-import os
-import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, check_events_schema, read_events, run_tests
+from harness import check, check_events_schema, run_script_worker, run_tests
 
 WORKER = """import os, signal, time
 for i in range(5):
@@ -19,16 +17,10 @@ time.sleep(600)
 
 def test_a_stopped_rank_is_named_stopped_at_once():
     with tempfile.TemporaryDirectory() as d:
-        worker = os.path.join(d, "stop_self.py")
-        with open(worker, "w") as f:
-            f.write(WORKER)
-        ev = os.path.join(d, "events.jsonl")
         start = time.monotonic()
-        r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "1", "--events", ev,
-                            "--hang-timeout", "3", "--on-hang", "fail", "--shutdown-grace", "2", worker],
-                           capture_output=True, text=True, timeout=180)
+        r, events = run_script_worker(d, "stop_self.py", WORKER, 1, "--hang-timeout", "3", "--on-hang", "fail",
+                                      "--shutdown-grace", "2")
         took = time.monotonic() - start
-        events = read_events(ev)
     check_events_schema(events)
     check(r.returncode == 1, f"exit {r.returncode}: {r.stderr[-3000:]}")
     check(len([e for e in events if e["event"] == "hang_detected"]) == 1, f"{r.stderr[-3000:]}")

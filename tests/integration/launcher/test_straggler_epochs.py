@@ -2,11 +2,9 @@
 print the ImageNet example's own progress lines (`Epoch: [1][ 10/200]`: the batch index restarts
 every epoch), read with `--metric step=...`; rank 1 is 3x slower in epoch 1 only, and is reported
 in epoch 1. Before, every row at or below the highest step seen (epoch 0's last) was dropped."""
-import os
-import subprocess
 import tempfile
 
-from harness import DDP_LAUNCH, PYTHON, check, check_events_schema, read_events, run_tests
+from harness import check, check_events_schema, run_script_worker, run_tests
 
 WORKER = r"""import os, sys, time
 rank = int(os.environ["RANK"])
@@ -24,15 +22,9 @@ if rank == 0:
 
 def test_a_rank_slow_in_epoch_1_is_reported_with_per_epoch_batch_indices():
     with tempfile.TemporaryDirectory() as d:
-        worker = os.path.join(d, "imagenet_lines.py")
-        with open(worker, "w") as f:
-            f.write(WORKER)
-        ev = os.path.join(d, "events.jsonl")
-        r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--events", ev,
-                            "--metric", r"step=Epoch: \[\d+\]\[\s*(\d+)/\d+\]", "--metric", r"loss=Loss\s+([0-9.e+-]+)",
-                            "--straggler-threshold", "0.75", worker],
-                           capture_output=True, text=True, timeout=180)
-        events = read_events(ev)
+        r, events = run_script_worker(d, "imagenet_lines.py", WORKER, 2,
+                                      "--metric", r"step=Epoch: \[\d+\]\[\s*(\d+)/\d+\]",
+                                      "--metric", r"loss=Loss\s+([0-9.e+-]+)", "--straggler-threshold", "0.75")
     check_events_schema(events)
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}")
     stragglers = [e for e in events if e["event"] == "straggler"]

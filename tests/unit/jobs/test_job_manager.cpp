@@ -127,16 +127,21 @@ struct Daemon {
   JobManager jobs;
 };
 
+// The usual case: a fresh state directory, a clock the test moves and a daemon with 2 slots.
+struct TwoSlotDaemon {
+  ddp::test::TempDir dir;
+  FakeClock clock;
+  Daemon d{dir.path, 2, clock};
+};
+
 void write_event(const fs::path& run_dir, ev::Payload payload) {
   std::ofstream(run_dir / "events.jsonl", std::ios::app) << ev::to_line(ev::Event{std::move(payload), 5.0});
 }
 
 }  // namespace
 
-TEST_CASE("queue and start: jobs wait for slots in order, start when they fit, at the clock's time") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon,
+                  "queue and start: jobs wait for slots in order, start when they fit, at the clock's time") {
   auto a = d.submit("a", 2);
   auto b = d.submit("b", 2);
   CHECK(d.state(a) == JobState::Starting);
@@ -160,10 +165,7 @@ TEST_CASE("queue and start: jobs wait for slots in order, start when they fit, a
   CHECK(d.jobs.views().host()["slots_in_use"] == 2);
 }
 
-TEST_CASE("finish: a run's end settles the job and starts the next in the queue") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon, "finish: a run's end settles the job and starts the next in the queue") {
   auto a = d.submit("a", 2);
   auto b = d.submit("b", 1);
   d.started(100);
@@ -180,10 +182,7 @@ TEST_CASE("finish: a run's end settles the job and starts the next in the queue"
   CHECK(d.jobs.views().counts().by_state[static_cast<std::size_t>(JobState::Failed)] == 1);
 }
 
-TEST_CASE("the run-event reader: the supervisor's events are recorded and move the job") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon, "the run-event reader: the supervisor's events are recorded and move the job") {
   auto a = d.submit("a", 2);
   auto run_dir = d.local.starts[0].run_dir;
   d.started(100);
@@ -199,10 +198,7 @@ TEST_CASE("the run-event reader: the supervisor's events are recorded and move t
   CHECK(d.state(a) == JobState::Succeeded);
 }
 
-TEST_CASE("cancel: a queued job at once; a running one through its executor, then CANCELLED") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon, "cancel: a queued job at once; a running one through its executor, then CANCELLED") {
   auto a = d.submit("a", 2);
   auto b = d.submit("b", 2);
   d.jobs.cancel(b);
@@ -219,10 +215,7 @@ TEST_CASE("cancel: a queued job at once; a running one through its executor, the
   CHECK(d.reason(a) == "cancelled by request");
 }
 
-TEST_CASE("cancel before the executor answered: the run is stopped as soon as it has a handle") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon, "cancel before the executor answered: the run is stopped as soon as it has a handle") {
   auto a = d.submit("a", 2);
   d.jobs.cancel(a);
   CHECK(d.state(a) == JobState::Cancelling);
@@ -233,10 +226,7 @@ TEST_CASE("cancel before the executor answered: the run is stopped as soon as it
   CHECK(d.state(a) == JobState::Cancelled);
 }
 
-TEST_CASE("a start that fails fails the job, naming why, and frees its slots") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon, "a start that fails fails the job, naming why, and frees its slots") {
   auto a = d.submit("a", 2);
   auto b = d.submit("b", 2);
   auto s = std::move(d.local.starts.front());
@@ -247,10 +237,7 @@ TEST_CASE("a start that fails fails the job, naming why, and frees its slots") {
   CHECK(d.state(b) == JobState::Pending);  // freed, but taken at the next schedule
 }
 
-TEST_CASE("a failed run is retried by policy after its back-off") {
-  ddp::test::TempDir dir;
-  FakeClock clock;
-  Daemon d(dir.path, 2, clock);
+TEST_CASE_FIXTURE(TwoSlotDaemon, "a failed run is retried by policy after its back-off") {
   auto a = d.submit("a", 2, "restart: {policy: on-failure, max_retries: 1, backoff: {initial: 1ms}}\n");
   d.started(100);
   d.local.end(a, ddp::ExitStatus::exited(1));

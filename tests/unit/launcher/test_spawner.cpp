@@ -11,17 +11,12 @@
 
 #include "common/error.hpp"
 #include "launcher/supervisor/spawner.hpp"
+#include "tests/unit/launcher/sh_launch.hpp"
 
 using namespace ddp::launcher;
+using ddp::test::sh;
 
 namespace {
-
-WorkerLaunch sh(const std::string& script) {
-  WorkerLaunch l;
-  l.argv = {"/bin/sh", "-c", script};
-  l.env = {{"PATH", "/usr/bin:/bin"}};
-  return l;
-}
 
 std::string read_all(int fd) {
   std::string out;

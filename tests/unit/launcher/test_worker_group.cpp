@@ -7,17 +7,12 @@
 #include <string>
 
 #include "launcher/supervisor/worker_group.hpp"
+#include "tests/unit/launcher/sh_launch.hpp"
 
 using namespace ddp::launcher;
+using ddp::test::sh;
 
 namespace {
-
-WorkerLaunch sh(const std::string& script) {
-  WorkerLaunch l;
-  l.argv = {"/bin/sh", "-c", script};
-  l.env = {{"PATH", "/usr/bin:/bin"}};
-  return l;
-}
 
 // One attempt of `nproc` ranks that exit at once. No LogRouter here: `ended` marks both streams as
 // the router does when they reach their end.
