@@ -82,7 +82,7 @@ def test_bad_batch_and_bad_metric_are_usage_errors():
     check(r.returncode == 2 and "--metric loss" in r.stderr and "not a valid regular expression" in r.stderr,
           f"bad regex: {r.returncode} {r.stderr}")
     r = run("--gpu-low-window", "soon", "/bin/true")
-    check(r.returncode == 2 and "--gpu-low-window must be a duration" in r.stderr and "'soon'" in r.stderr, f"bad duration: {r.returncode} {r.stderr}")
+    check(r.returncode == 2 and "--gpu-low-window: must be a duration" in r.stderr and "'soon'" in r.stderr, f"bad duration: {r.returncode} {r.stderr}")
 
 
 def test_metric_lines_and_patterns_to_csv_and_report():
