@@ -2,14 +2,14 @@
 #include <spdlog/spdlog.h>
 #include <sys/inotify.h>
 
-#include "common/inotify.hpp"
+#include "platform/file_watch.hpp"
 #include "launcher/hang/heartbeat_files.hpp"
 
 namespace ddp::launcher {
 
 struct HeartbeatFiles::Watch {
   explicit Watch(boost::asio::io_context& io) : inotify(io) {}
-  Inotify inotify;
+  platform::FileWatch inotify;
 };
 
 HeartbeatFiles::HeartbeatFiles(boost::asio::io_context& io, std::filesystem::path dir, std::function<void(int)> on_beat)
