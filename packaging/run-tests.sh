@@ -7,14 +7,25 @@ cd "$(dirname "$0")/.."
 . packaging/progress.sh
 say "dependencies (every test's: packaging/install-deps.sh)…"
 ./packaging/install-deps.sh
+# The Debian chroots (torch2x: torch 2.6/2.14; deb: Debian 12) are built once per machine, mostly
+# download and unpack: on a cold machine they build while the compilers run, not after them.
+say "Debian chroots: building in the background (tests/chroot/prepare.sh; a no-op once built)…"
+# Its own process group (set -m), so a failed build ends the whole chroot build with it (an
+# interrupted root stays NAME.partial and is rebuilt next time).
+set -m
+quietly chroots ./tests/chroot/prepare.sh &
+chroots_pid=$!
+set +m
+trap 'kill -- "-$chroots_pid" 2>/dev/null || true' EXIT
 DDP_QUIET_BUILD=1 ./packaging/build.sh
 say "Windows build (ddp-launch.exe for the windows tests, run under Wine)…"
 DDP_QUIET_BUILD=1 ./packaging/build-windows.sh
-say "Debian chroots (torch2x: torch 2.6/2.14; deb: Debian 12), built once per machine…"
-quietly chroots ./tests/chroot/prepare.sh
 # The release build + .deb, outside the tests' time limits (their fixture reruns it: configure and
 # cpack again, the build a no-op).
 say "release build and .deb (packaging/build-deb.sh)…"
 quietly build-deb ./packaging/build-deb.sh
+say "waiting for the Debian chroots (tests/chroot/prepare.sh)…"
+wait "$chroots_pid" || { say "FAILED: the Debian chroots (the log above; rerun tests/chroot/prepare.sh)" >&2; exit 1; }
+trap - EXIT
 say "tests (ctest --preset ${PRESET:-ci})…"
 ctest --preset "${PRESET:-ci}" "$@"   # presets live in the source dir; the build dir comes from the preset
