@@ -38,8 +38,8 @@ std::string slurm_time(double seconds) {
   return fmt::format("{}-{:02}:{:02}:{:02}", total / 86400, total % 86400 / 3600, total % 3600 / 60, total % 60);
 }
 
-launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchContext& ctx, const std::string& output) {
-  launcher::SbatchScript s;
+slurm::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchContext& ctx, const std::string& output) {
+  slurm::SbatchScript s;
   s.job_name = fmt::format("ddp-{}-{}", ctx.job_id, spec.name);
   s.nodes = std::to_string(spec.resources.nodes);
   s.output = output;

@@ -136,7 +136,7 @@ std::map<std::string, std::string> launch_env(const JobSpec& spec, const LaunchC
 
 // The sbatch script of a run (executor: slurm), from the same spec: one `ddp-launch run` per node
 // under srun, whose topology comes from SLURM_*; `output` is the job's output file (%j allowed).
-launcher::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchContext& ctx, const std::string& output);
+slurm::SbatchScript slurm_batch_script(const JobSpec& spec, const LaunchContext& ctx, const std::string& output);
 
 // Seconds → Slurm's time format D-HH:MM:SS (rounded up to whole seconds).
 std::string slurm_time(double seconds);

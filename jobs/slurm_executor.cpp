@@ -13,7 +13,6 @@ namespace ddp::jobs {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
-namespace slurm = launcher::slurm;
 
 struct SlurmExecutor::Followed {
   std::uint64_t serial = 0;
@@ -35,7 +34,7 @@ void SlurmExecutor::start(const RunRequest& r, RunStarted started, RunStartFaile
   std::string script_path = (r.run_dir / "job.sbatch").string();
   try {
     auto script = slurm_batch_script(*r.spec, r.ctx, (r.run_dir / "slurm-%j.out").string());
-    std::ofstream(script_path, std::ios::trunc) << launcher::render_sbatch_script(script);
+    std::ofstream(script_path, std::ios::trunc) << slurm::render_sbatch_script(script);
     std::error_code ec;
     fs::permissions(script_path,
                     fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |

@@ -46,7 +46,7 @@ class SlurmExecutor : public Executor {
   struct Followed;
   void poll(JobId id);
   void poll_after(JobId id, std::chrono::milliseconds delay);  // rearms the job's timer
-  void on_query(JobId id, std::uint64_t serial, std::optional<launcher::slurm::SlurmJobInfo> job, std::string error);
+  void on_query(JobId id, std::uint64_t serial, std::optional<slurm::SlurmJobInfo> job, std::string error);
 
   boost::asio::io_context& io_;
   SlurmExecutorConfig config_;

@@ -4,7 +4,6 @@
 
 namespace ddp::jobs {
 
-namespace slurm = launcher::slurm;
 
 RunUpdate run_update_of(const slurm::SlurmJobInfo& job) {
   RunUpdate u;

@@ -7,6 +7,6 @@
 
 namespace ddp::jobs {
 
-RunUpdate run_update_of(const launcher::slurm::SlurmJobInfo& job);
+RunUpdate run_update_of(const slurm::SlurmJobInfo& job);
 
 }  // namespace ddp::jobs

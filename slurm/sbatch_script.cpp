@@ -4,7 +4,7 @@
 
 #include "common/error.hpp"
 
-namespace ddp::launcher {
+namespace ddp::slurm {
 namespace {
 
 void check_value(std::string_view what, std::string_view value) {
@@ -144,4 +144,4 @@ std::string render_sbatch_script(const SbatchScript& s) {
   return out + "\n";
 }
 
-}  // namespace ddp::launcher
+}  // namespace ddp::slurm

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ddp::launcher {
+namespace ddp::slurm {
 
 struct SbatchScript {
   std::string job_name;                  // #SBATCH --job-name
@@ -55,4 +55,4 @@ std::string job_name_from_script(std::string_view script);
 // The job id from `sbatch --parsable` ("123" or "123;cluster"); throws Error when there is none.
 std::string job_id_from_parsable(std::string_view output);
 
-}  // namespace ddp::launcher
+}  // namespace ddp::slurm

@@ -8,7 +8,7 @@
 #include "common/env_contract.hpp"
 #include "common/error.hpp"
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 namespace {
 
 // Far more names than any cluster has: a typo such as n[1-999999999] fails instead of eating memory.
@@ -241,9 +241,9 @@ SlurmTopology plan_from_slurm(const SlurmTask& t, const ExplicitFlags& given) {
   return out;
 }
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 
 std::optional<std::string> node_addr_from_scontrol(std::string_view line) {
   std::size_t pos = 0;
@@ -258,4 +258,4 @@ std::optional<std::string> node_addr_from_scontrol(std::string_view line) {
   return std::nullopt;
 }
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm

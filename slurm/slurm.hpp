@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 
 // A process environment (launcher/workers/worker_env.hpp has the same alias, a layer above).
 using EnvMap = std::map<std::string, std::string>;
@@ -73,9 +73,9 @@ struct SlurmTopology {
 // ranks): the supervisor must run once per node (srun --ntasks-per-node=1).
 SlurmTopology plan_from_slurm(const SlurmTask& task, const ExplicitFlags& given);
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 
 // NodeAddr from one line of `scontrol -o show node NAME`; nullopt when the line has none.
 std::optional<std::string> node_addr_from_scontrol(std::string_view line);
@@ -90,4 +90,4 @@ std::string resolve_node(const std::string& node, std::chrono::milliseconds time
 // (a warning when Slurm is seen but not used). nullopt outside Slurm.
 std::optional<SlurmTopology> topology_from_environment(const ExplicitFlags& given);
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm

@@ -6,7 +6,7 @@
 
 #include "common/error.hpp"
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 
 SlurmJobInfo parse_scontrol_job(std::string_view line) {
   SlurmJobInfo job;
@@ -86,4 +86,4 @@ int exit_status_of(const SlurmJobInfo& job) {
   return phase_of(job.state) == JobPhase::Succeeded ? 0 : 1;
 }
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm

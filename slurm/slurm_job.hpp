@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 
 struct SlurmJobInfo {
   std::string job_id;
@@ -45,4 +45,4 @@ std::optional<SlurmJobInfo> query_job(const std::string& job_id, std::chrono::mi
 // `scancel ID` (SIGTERM to every step, SIGKILL after the cluster's KillWait).
 void cancel_job(const std::string& job_id, std::chrono::milliseconds timeout);
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm

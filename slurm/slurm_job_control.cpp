@@ -8,7 +8,7 @@
 #include "slurm/sbatch_script.hpp"
 #include "slurm/slurm_job.hpp"
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 namespace {
 
 std::string trimmed(std::string s) {
@@ -58,4 +58,4 @@ void cancel_job(const std::string& job_id, std::chrono::milliseconds timeout) {
   }
 }
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm

@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace ddp::launcher::slurm {
+namespace ddp::slurm {
 namespace {
 
 std::optional<std::string> ipv4_of(const std::string& name, std::string& why) {
@@ -86,4 +86,4 @@ std::optional<SlurmTopology> topology_from_environment(const ExplicitFlags& give
   return topo;
 }
 
-}  // namespace ddp::launcher::slurm
+}  // namespace ddp::slurm

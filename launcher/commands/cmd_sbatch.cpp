@@ -36,7 +36,7 @@ struct MirroredOption {
 };
 
 struct SbatchArgs {
-  launcher::SbatchScript script;
+  slurm::SbatchScript script;
   std::string output_script;
   bool submit = false;
   bool wait = false;
@@ -124,20 +124,20 @@ int follow_job(const std::string& id, double wait_timeout) {
   std::string last_state, out_path;
   std::streamoff offset = 0;
   while (true) {
-    auto job = launcher::slurm::query_job(id, query_timeout);
+    auto job = slurm::query_job(id, query_timeout);
     if (!job) throw Error(fmt::format("Slurm no longer knows job {} (purged before its end was seen)", id));
     if (out_path.empty()) out_path = job->std_out;
     copy_new_output(out_path, offset);
-    const auto phase = launcher::slurm::phase_of(job->state);
+    const auto phase = slurm::phase_of(job->state);
     if (job->state != last_state) {
       last_state = job->state;
       spdlog::info("job {}: {}{}{}", id, job->state,
                    job->reason.empty() || job->reason == "None" ? "" : fmt::format(" ({})", job->reason),
                    job->node_list.empty() ? "" : fmt::format(" on {}", job->node_list));
     }
-    if (launcher::slurm::is_final(phase)) {
-      const int status = launcher::slurm::exit_status_of(*job);
-      spdlog::info("job {} {} (ExitCode={}): exit status {}; output in {}", id, launcher::slurm::phase_name(phase),
+    if (slurm::is_final(phase)) {
+      const int status = slurm::exit_status_of(*job);
+      spdlog::info("job {} {} (ExitCode={}): exit status {}; output in {}", id, slurm::phase_name(phase),
                    job->exit_code, status, out_path);
       return status;
     }
@@ -158,7 +158,7 @@ int follow_job(const std::string& id, double wait_timeout) {
       return 128 + sig;
     }
     spdlog::warn("{}: cancelling job {} (scancel) and following it to its end", ddp::sig::signal_name(sig), id);
-    launcher::slurm::cancel_job(id, query_timeout);
+    slurm::cancel_job(id, query_timeout);
     cancelled_at = Clock::now();
   }
 }
@@ -172,10 +172,10 @@ std::string this_executable() {
 // The options that fill the script's fields, in --help order: #SBATCH lines, and the launcher.
 struct ScriptOption {
   const char* name;
-  std::variant<std::string launcher::SbatchScript::*, std::vector<std::string> launcher::SbatchScript::*> field;
+  std::variant<std::string slurm::SbatchScript::*, std::vector<std::string> slurm::SbatchScript::*> field;
   const char* help;
 };
-using S = launcher::SbatchScript;
+using S = slurm::SbatchScript;
 const ScriptOption kScriptOptions[] = {
     {"--job-name", &S::job_name, "Job name (default: the script's name)"},
     {"--output", &S::output, "Job output file, Slurm patterns allowed (default: %x-%j.out)"},
@@ -188,7 +188,7 @@ const ScriptOption kScriptOptions[] = {
     {"--launcher", &S::launcher, "ddp-launch on the compute nodes (default: this binary)"},
 };
 
-void add_script_options(CLI::App& sub, launcher::SbatchScript& s) {
+void add_script_options(CLI::App& sub, slurm::SbatchScript& s) {
   for (const auto& o : kScriptOptions) {
     std::visit([&](auto field) { sub.add_option(o.name, s.*field, o.help)->group("Slurm options (#SBATCH lines)"); },
                o.field);
@@ -235,8 +235,8 @@ std::vector<std::string> script_command(const CLI::App& sub) {
 }
 
 // The run options given on the command line, in the order run declares them; the last value wins.
-std::vector<launcher::GivenRunOption> given_run_options(const std::vector<MirroredOption>& mirrored) {
-  std::vector<launcher::GivenRunOption> given;
+std::vector<slurm::GivenRunOption> given_run_options(const std::vector<MirroredOption>& mirrored) {
+  std::vector<slurm::GivenRunOption> given;
   for (const auto& m : mirrored) {
     if (m.option->count() == 0) continue;
     given.push_back({m.name, m.flag, m.flag ? std::string() : m.option->results().back()});
@@ -286,7 +286,7 @@ void write_script(const std::string& path, const std::string& temp, const std::s
 std::string submit(const std::string& path, const std::string& temp, double timeout_s) {
   std::string id;
   try {
-    id = launcher::slurm::submit_batch_script(path, std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+    id = slurm::submit_batch_script(path, std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
   } catch (...) {
     if (!temp.empty()) std::filesystem::remove(temp);
     throw;
@@ -331,10 +331,10 @@ Command add_sbatch_command(CLI::App& app) {
     auto& script = a->script;
     if (wait_opt->count() > 0 && !a->submit) throw UsageError("--wait follows a submitted job: add --submit");
     script.command = script_command(*sub);
-    launcher::set_run_options(script, given_run_options(a->run_options));
+    slurm::set_run_options(script, given_run_options(a->run_options));
     check_run_args(script.run_options, script.command, script.nodes);
     if (script.launcher.empty()) script.launcher = this_executable();
-    return deliver(*a, launcher::render_sbatch_script(script));
+    return deliver(*a, slurm::render_sbatch_script(script));
   };
   return {sub, run};
 }

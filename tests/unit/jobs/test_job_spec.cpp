@@ -480,7 +480,7 @@ slurm: {partition: gpu, time_limit: 90m, sbatch_args: [--exclusive]}
   CHECK(b.env.at("A") == "b");
   CHECK(b.env.at("DDP_JOB_ID") == "17");
   CHECK(b.env.count("CUDA_VISIBLE_DEVICES") == 0);  // Slurm's gres decides
-  auto text = ddp::launcher::render_sbatch_script(b);
+  auto text = ddp::slurm::render_sbatch_script(b);
   CHECK(contains(text, "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/ddp-launch run --nproc-per-node 4"));
   CHECK(slurm_time(1) == "0-00:00:01");
   CHECK(slurm_time(86400 * 2 + 61.2) == "2-00:01:02");

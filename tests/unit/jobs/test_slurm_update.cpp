@@ -3,7 +3,7 @@
 #include "jobs/slurm_update.hpp"
 
 using namespace ddp::jobs;
-using ddp::launcher::slurm::parse_scontrol_job;
+using ddp::slurm::parse_scontrol_job;
 
 namespace {
 RunUpdate of(const std::string& line) { return run_update_of(parse_scontrol_job(line)); }

@@ -14,6 +14,7 @@
 #include "slurm/slurm.hpp"
 
 using namespace ddp::launcher;
+namespace slurm = ddp::slurm;
 using Argv = std::vector<std::string>;
 
 namespace {

@@ -3,7 +3,7 @@
 #include "common/error.hpp"
 #include "slurm/sbatch_script.hpp"
 
-using namespace ddp::launcher;
+using namespace ddp::slurm;
 
 namespace {
 SbatchScript two_nodes() {

@@ -6,7 +6,7 @@
 #include "slurm/slurm.hpp"
 
 using namespace ddp::launcher;
-using namespace ddp::launcher::slurm;
+using namespace ddp::slurm;
 using Names = std::vector<std::string>;
 
 TEST_CASE("node list: plain names and single brackets") {

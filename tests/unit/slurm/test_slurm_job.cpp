@@ -3,7 +3,7 @@
 #include "common/error.hpp"
 #include "slurm/slurm_job.hpp"
 
-using namespace ddp::launcher::slurm;
+using namespace ddp::slurm;
 
 // Real `scontrol -o show job` lines from Slurm 22.05.8 (the test cluster), shortened.
 static const char* kFailed =
