@@ -1,10 +1,9 @@
-// platform/resolve.hpp: Boost.Asio's resolver (getaddrinfo on both systems) and a UDP bind per address.
+// platform/resolve.hpp: Boost.Asio's resolver (getaddrinfo on both systems) and a TCP bind per address.
 #include "platform/resolve.hpp"
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/udp.hpp>
 
 namespace asio = boost::asio;
 
@@ -40,10 +39,11 @@ HostResolution resolve_host(const std::string& host) {
     h.v4 = a.is_v4();
     h.loopback = a.is_loopback();
     h.unusable = is_unusable(a);
-    asio::ip::udp::socket probe(io);
+    // A TCP socket, as gloo binds (Wine binds a UDP socket to an address no interface holds).
+    asio::ip::tcp::acceptor probe(io);
     boost::system::error_code bind_ec;
-    probe.open(a.is_v4() ? asio::ip::udp::v4() : asio::ip::udp::v6(), bind_ec);
-    if (!bind_ec) probe.bind(asio::ip::udp::endpoint(a, 0), bind_ec);
+    probe.open(a.is_v4() ? asio::ip::tcp::v4() : asio::ip::tcp::v6(), bind_ec);
+    if (!bind_ec) probe.bind(asio::ip::tcp::endpoint(a, 0), bind_ec);
     h.local = !bind_ec;
     if (bind_ec) h.bind_error = bind_ec.message();
     out.addresses.push_back(std::move(h));

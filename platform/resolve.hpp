@@ -4,7 +4,7 @@
 // address its host name resolves to; one no interface holds fails with error 10049
 // (WSAEADDRNOTAVAIL: pytorch#80638, a Docker Desktop hosts entry), so `run` gives the ranks a
 // numeric MASTER_ADDR and `doctor` checks the host name. Portable (Boost.Asio's resolver and a
-// UDP bind), so one file serves both systems.
+// TCP bind), so one file serves both systems.
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +16,7 @@ struct HostAddress {
   bool v4 = false;
   bool loopback = false;
   bool unusable = false;   // unspecified (0.0.0.0, ::) or link-local (169.254/16, fe80::/10)
-  bool local = false;      // this machine holds it: a UDP socket bound it
+  bool local = false;      // this machine holds it: a TCP socket bound it
   std::string bind_error;  // why not, when !local
 };
 
