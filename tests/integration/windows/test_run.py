@@ -152,9 +152,10 @@ def test_grandchildren_started_at_once_die_with_a_killed_supervisor():
     # suspended, puts it in its job, then resumes it, so whatever the rank starts is in the job
     # from its first instruction; the supervisor is killed right after it announces itself, and
     # again in a second round once the grandchildren run. No process of the run may outlive it.
-    # Wine is not Windows: its job objects and process start differ (a Wine process takes tens of
-    # ms to start, so the window a resume-before-assign bug opens is harder to hit here than on
-    # Windows); the test shows the containment, the order of the calls is read in spawn.cpp.
+    # Wine is not Windows: a Wine process takes tens of ms to start, so the window a
+    # resume-before-assign bug opens is not hit here (measured: spawn.cpp with ResumeThread moved
+    # before AssignProcessToJobObject still passes; with no AssignProcessToJobObject it fails).
+    # The test shows the containment; the order of the calls is read in spawn.cpp.
     require_exe()
     for kill_when in ("at once", "once the grandchildren run"):
         with tempfile.TemporaryDirectory(prefix="ddp-win-race-") as tmp:
