@@ -46,6 +46,8 @@ inline constexpr std::string_view kTorchNcclDebugInfoTempFile = "TORCH_NCCL_DEBU
 // nodes, when that is a loopback address, the supervisor sets it (if unset) to the interface that
 // reaches the rendezvous store.
 inline constexpr std::string_view kGlooSocketIfname = "GLOO_SOCKET_IFNAME";
+// torch ≥ 2.4's TCPStore uses libuv unless this is 0; its Windows wheels lack libuv (pytorch#139990).
+inline constexpr std::string_view kUseLibuv = "USE_LIBUV";
 
 // The workers' interpreter (torchrun's name); `run` without --python also looks at an active
 // virtualenv and conda environment for one that can import torch.

@@ -1,6 +1,7 @@
 // `ddp-launch doctor`: the health check to run before a job. Each check looks at one thing a DDP
 // launch depends on (the store port, leftover FileStore files, GPUs, OMP_NUM_THREADS, the Python
-// interpreter and its torch, the open-file limit) and says what it found and what to do about it.
+// interpreter and its torch, the open-file limit; on Windows the host name gloo resolves) and says
+// what it found and what to do about it.
 // It changes nothing: a busy port is named, a stale FileStore is diagnosed but not removed.
 //
 // The judges below take values and return a DoctorCheck; the probes around them do the I/O.
@@ -27,12 +28,13 @@
 #include "launcher/commands/commands.hpp"
 #include "launcher/run/host_facts.hpp"
 #include "launcher/run/python_choice.hpp"
-#include "launcher/workers/worker_env.hpp"
 #include "launcher/supervisor/filestore_scan.hpp"
+#include "launcher/workers/worker_env.hpp"
 #include "platform/host.hpp"
 #include "platform/listener.hpp"
 #include "platform/proc.hpp"
 #include "platform/programs.hpp"
+#include "platform/resolve.hpp"
 #include "platform/subprocess.hpp"
 #include "store/filestore_cleaner.hpp"
 
@@ -79,7 +81,7 @@ std::string_view to_string(Status s) {
 
 struct DoctorCheck {
   Status status = Status::Ok;
-  std::string check;    // port, filestore, gpu, omp, nofile, python
+  std::string check;    // port, filestore, gpu, omp, nofile, hostname (Windows), python
   std::string finding;  // what was found (no trailing period)
   std::string action;   // what to do; empty when nothing needs doing
   nlohmann::json details = nlohmann::json::object();
@@ -325,6 +327,61 @@ DoctorCheck judge_omp(const std::optional<std::string>& value, unsigned cores) {
   return c;
 }
 
+// ---- host name (Windows) --------------------------------------------------------------------
+
+// gloo on Windows (its uv transport) takes the address the host name resolves to: one that no
+// interface of this machine holds fails with error 10049 (WSAEADDRNOTAVAIL: pytorch#80638, #77523,
+// e.g. a hosts entry Docker Desktop wrote), and a name that does not resolve fails at once.
+DoctorCheck judge_hostname(const std::string& name, const platform::HostResolution& r) {
+  DoctorCheck c{Status::Ok, "hostname", "", "", {{"name", name}, {"addresses", nlohmann::json::array()}}};
+  const std::string hosts_file = R"(C:\Windows\System32\drivers\etc\hosts)";
+  const std::string ifname_fix = fmt::format("or set {} to the interface gloo should use", env::kGlooSocketIfname);
+  if (name.empty()) {
+    c.status = Status::Warn;
+    c.finding = "the OS gives no host name, which gloo looks its own address up by";
+    c.action = fmt::format("Set the computer name, {}", ifname_fix);
+    return c;
+  }
+  std::vector<std::string> all, foreign;
+  bool loopback_only = true;
+  for (const auto& a : r.addresses) {
+    c.details["addresses"].push_back(
+        {{"address", a.address}, {"local", a.local}, {"loopback", a.loopback}, {"bind_error", a.bind_error}});
+    all.push_back(a.address);
+    loopback_only = loopback_only && a.loopback;
+    if (!a.local) foreign.push_back(fmt::format("{} ({})", a.address, a.bind_error));
+  }
+  if (!r.error.empty()) {
+    c.status = Status::Warn;
+    c.finding =
+        fmt::format("the host name {} does not resolve ({}): gloo looks its own address up by it", name, r.error);
+    c.action = fmt::format("Add this machine's address for {} to {}, {}", name, hosts_file, ifname_fix);
+    return c;
+  }
+  if (!foreign.empty()) {
+    c.status = Status::Warn;
+    c.finding = fmt::format(
+        "the host name {} resolves to {}, which no interface of this machine holds: gloo binding it fails with "
+        "error 10049 (WSAEADDRNOTAVAIL)",
+        name, fmt::join(foreign, ", "));
+    c.action = fmt::format("Remove or fix the entry for {} in {} (Docker Desktop writes one), {}", name, hosts_file,
+                           ifname_fix);
+    return c;
+  }
+  c.finding = fmt::format("the host name {} resolves to {}, held by this machine", name, fmt::join(all, ", "));
+  if (loopback_only) {
+    c.action = fmt::format(
+        "Fine on one machine; with several nodes gloo would give the others a loopback address: set {} there",
+        env::kGlooSocketIfname);
+  }
+  return c;
+}
+
+DoctorCheck check_hostname() {
+  const auto name = platform::host_name();
+  return judge_hostname(name, name.empty() ? platform::HostResolution{} : platform::resolve_host(name));
+}
+
 // ---- open-file limit ------------------------------------------------------------------------
 
 DoctorCheck judge_nofile(std::uint64_t soft, std::uint64_t hard) {
@@ -510,6 +567,7 @@ void run_checks(const DoctorArgs& a, std::chrono::milliseconds timeout,
   record(judge_omp(omp ? std::optional<std::string>(omp) : std::nullopt,
                    std::max(1u, std::thread::hardware_concurrency())));
   record(check_nofile());
+  if (facts.windows) record(check_hostname());
   record(check_python(python, timeout));
 }
 

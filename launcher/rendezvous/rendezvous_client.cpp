@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
 #include <deque>
@@ -27,7 +28,7 @@ namespace {
 class RendezvousClient : public Rendezvous {
  public:
   RendezvousClient(asio::io_context& io, RendezvousConfig config, RendezvousCallbacks cb)
-      : core_(std::make_shared<Core>(io, std::move(config), std::move(cb))) {
+      : work_(asio::make_work_guard(io)), core_(std::make_shared<Core>(io, std::move(config), std::move(cb))) {
     std::thread([core = core_] { core->run(); }).detach();
   }
   ~RendezvousClient() override {
@@ -215,6 +216,10 @@ class RendezvousClient : public Rendezvous {
     }
   };
 
+  // The loop waits for what the thread will post: without it, a node whose loop has nothing else
+  // to wait on yet (Windows: no signal_set, the console handler is not Asio work) ran out of work
+  // as soon as it joined and exited 1 without a word. The supervisor ends the loop with stop().
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::shared_ptr<Core> core_;
 };
 

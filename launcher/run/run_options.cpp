@@ -464,6 +464,13 @@ void plan_log_lines(const RunArgs& a, const HostFacts& facts, SupervisorConfig& 
 
 void plan_environment(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c, RunPlan& plan) {
   c.base_env = facts.env;
+  if (facts.windows) {
+    // torch's Windows wheels have no libuv, yet its TCPStore asks for it by default since 2.4
+    // ("use_libuv was requested but PyTorch was built without libuv support", pytorch#139990);
+    // init_process_group defaults it to 0 there since #148266, torch's rendezvous paths do not.
+    c.base_env.try_emplace(std::string(env::kUseLibuv), "0");
+    c.numeric_master_addr = true;  // gloo on Windows and host names: pytorch#80638
+  }
   plan_virtual_local_rank(a, c);
   plan_numa_binding(a, facts, c, plan);
   plan_batch_policy(a, c, plan);
@@ -486,15 +493,10 @@ std::chrono::milliseconds parse_duration(const std::string& value, const char* f
 
 namespace {
 
-// The Windows build lacks cgroups, NUMA binding and a store client (docs/windows.md): the flags
-// that need them are refused before anything starts, naming what to do instead.
+// The Windows build lacks cgroups and NUMA binding (docs/windows.md): the flags that need them are
+// refused before anything starts, naming what to do instead.
 void check_windows(const RunArgs& a, const HostFacts& facts) {
   if (!facts.windows) return;
-  if (a.rdzv_backend == "c10d") {
-    throw UsageError(
-        "--rdzv-backend c10d is not in the Windows build (joining the rendezvous needs our store client, which "
-        "is POSIX-only so far); use one node, or --nnodes N --node-rank R --master-addr HOST on each");
-  }
   check_linux_only_options(a);
 }
 

@@ -28,17 +28,18 @@
 #include "launcher/rendezvous/rendezvous_watch.hpp"
 #include "launcher/supervisor/failure_report.hpp"
 #include "launcher/supervisor/filestore_guard.hpp"
+#include "launcher/supervisor/filestore_watch.hpp"
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/supervisor_events.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
 #include "launcher/supervisor/worker_group.hpp"
 #include "launcher/supervisor/worker_store.hpp"
 #include "launcher/workers/cgroup.hpp"
-#include "launcher/supervisor/filestore_watch.hpp"
 #include "platform/child_exits.hpp"
 #include "platform/containment.hpp"
 #include "platform/host.hpp"
 #include "platform/proc.hpp"
+#include "platform/resolve.hpp"
 #include "platform/stop_signals.hpp"
 #include "store/filestore_cleaner.hpp"
 
@@ -90,7 +91,7 @@ class Supervisor {
             io_, config.gpu_watch, global_ranks(plan_), cuda_visible_devices(config),
             [this](const GpuSample& s) { on_gpu_sample(s); },
             [this](const GpuSample& s, const LowUtilAlert& a, const std::string& text) { on_gpu_low(s, a, text); }),
-        master_addr_(config.master_addr),
+        master_addr_(ranks_master_addr(config.master_addr)),
         node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {
     // A file that cannot be written (a full disk): said at once, on the loop; the writer goes on.
     out_.files.on_failure([this](const FileWriter::Failure& f) { asio::post(io_, [this, f] { on_write_failed(f); }); });
@@ -142,6 +143,22 @@ class Supervisor {
   }
 
  private:
+  // The ranks' MASTER_ADDR for the store host `name`: itself, or (numeric_master_addr) the address
+  // it resolves to, looked up once per name. One that does not resolve is handed on as given, said once.
+  std::string ranks_master_addr(const std::string& name) {
+    if (!config_.numeric_master_addr) return name;
+    if (auto it = numeric_addrs_.find(name); it != numeric_addrs_.end()) return it->second;
+    std::string why;
+    auto numeric = platform::numeric_address(platform::resolve_host(name), &why);
+    if (!numeric) {
+      spdlog::warn("the store host {} does not resolve to a usable address ({}): the ranks get MASTER_ADDR={} as is",
+                   name, why, name);
+    } else if (*numeric != name) {
+      spdlog::info("MASTER_ADDR for the ranks: {} ({} resolved once)", *numeric, name);
+    }
+    return numeric_addrs_[name] = numeric.value_or(name);
+  }
+
   // A start that failed before any worker: the process record (no successor needs it) and a
   // temporary run directory go; a --log-dir/--run-dir directory stays, as after any failed run.
   void forget_startup() {
@@ -214,7 +231,7 @@ class Supervisor {
 
   void on_round(const RoundAssignment& a) {
     round_ = a.round;
-    master_addr_ = a.master_addr;
+    master_addr_ = ranks_master_addr(a.master_addr);
     master_port_ = a.master_port;
     plan_ = plan_for_round(config_.plan, a);
     gpu_watch_.on_round(global_ranks(plan_));  // the round's global ranks label the GPU samples
@@ -755,6 +772,7 @@ class Supervisor {
   int round_ = 0;
   int next_attempt_ = -1;  // the restart waiting for its round
   std::string rdzv_close_reason_;
+  std::map<std::string, std::string> numeric_addrs_;  // ranks_master_addr's answers (before master_addr_)
   std::string master_addr_;
   std::string node_name_;
   int exit_code_ = 1;

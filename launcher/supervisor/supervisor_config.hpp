@@ -29,6 +29,10 @@ struct SupervisorConfig {
   RankPlanInput plan;
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 0;  // 0: agent mode picks a free port
+  // The ranks' MASTER_ADDR (and {master_addr}, {dist_url}) is master_addr resolved once to a
+  // numeric address (the Windows build: gloo there fails on names that resolve to addresses it
+  // cannot use, pytorch#80638); a round's store host is resolved the same way.
+  bool numeric_master_addr = false;
   StoreMode store_mode = StoreMode::Agent;
   int max_restarts = 0;
   std::chrono::milliseconds shutdown_grace{30000};

@@ -1,6 +1,7 @@
 """`ddp-launch.exe doctor` under Wine: a busy store port fails naming the port and the fix, a stale
 FileStore (file:///Z:/… URL) is diagnosed and left in place, the open-file check says Windows has
-no such limit, the GPU check names nvml.dll, and --json carries every check."""
+no such limit, the GPU check names nvml.dll, the host name resolves to this machine's addresses,
+and --json carries every check."""
 import json
 import os
 import sys
@@ -47,6 +48,12 @@ def test_windows_specific_findings():
     gpu = checks["gpu"]
     check(gpu["status"] == "warn" and "nvml.dll" in gpu["finding"], f"gpu check: {gpu}")
     check("python" in checks and "omp" in checks, f"checks: {sorted(checks)}")
+    # The host name gloo resolves (pytorch#80638: an address no interface holds is error 10049).
+    # Wine gives the Linux host's name; here it resolves to addresses this machine holds.
+    host = checks["hostname"]
+    check(host["details"]["name"] and host["details"]["addresses"], f"hostname check: {host}")
+    check(host["status"] == "ok" and "held by this machine" in host["finding"], f"hostname check: {host}")
+    check(all(a["local"] for a in host["details"]["addresses"]), f"hostname check: {host}")
 
 
 run_tests([

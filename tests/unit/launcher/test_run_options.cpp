@@ -600,8 +600,6 @@ TEST_CASE("worker_env_input: one rank's input from the config, the store and the
 TEST_CASE("the Windows build refuses what it lacks, naming the flag; Slurm's variables are not read there") {
   auto win = test_host();
   win.windows = true;
-  CHECK(contains(usage_error({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--nnodes", "1:2", "t.py"}, win),
-                 "--rdzv-backend c10d is not in the Windows build"));
   CHECK(contains(usage_error({"--memory-limit-per-rank", "1G", "t.py"}, win), "--memory-limit-per-rank needs Linux"));
   CHECK(contains(usage_error({"--numa-binding", "node", "t.py"}, win), "--numa-binding"));
   win.env["SLURM_JOB_ID"] = "7";
@@ -612,6 +610,21 @@ TEST_CASE("the Windows build refuses what it lacks, naming the flag; Slurm's var
   auto p = plan({"--nproc-per-node", "2", "t.py"}, win);
   CHECK(p.config.plan.nnodes == 1);
   CHECK(p.config.plan.node_rank == 0);
+}
+
+TEST_CASE("the Windows build joins c10d rendezvous; its ranks get USE_LIBUV=0 unless set and a numeric MASTER_ADDR") {
+  auto win = test_host();
+  win.windows = true;
+  auto c10d = plan({"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--nnodes", "1:2", "t.py"}, win);
+  REQUIRE(c10d.config.dynamic);
+  CHECK(c10d.config.dynamic->endpoint_host == "h");
+  CHECK(c10d.config.base_env.at("USE_LIBUV") == "0");
+  CHECK(c10d.config.numeric_master_addr);
+  win.env["USE_LIBUV"] = "1";  // the user's choice stands
+  CHECK(plan({"t.py"}, win).config.base_env.at("USE_LIBUV") == "1");
+  auto linux_plan = plan({"t.py"});
+  CHECK_FALSE(linux_plan.config.base_env.count("USE_LIBUV"));
+  CHECK_FALSE(linux_plan.config.numeric_master_addr);
 }
 
 TEST_CASE("--filestore file:///C:/… on Windows is torch's Windows path") {

@@ -1,5 +1,5 @@
 // launcher/rendezvous/rendezvous_evidence.hpp's rank0_store_arrivals: the script's rank 0 store, read with
-// our client (store/client.hpp: POSIX sockets, Linux only so far).
+// our client (store/client.hpp; its sockets are platform/tcp_client's, POSIX and Windows).
 #include "launcher/rendezvous/rendezvous_evidence.hpp"
 #include "store/client.hpp"
 
