@@ -43,7 +43,9 @@ WarmStart::WarmStart(const SupervisorConfig& config, platform::Containment& cont
     : config_(config),
       containment_(containment),
       exits_(exits),
-      enabled_(config.warm_start && warm_startable(config.worker_argv)) {}
+      // A job that cannot restart (--max-restarts 0, static) never starts the process: no CPU for it.
+      enabled_(config.warm_start && warm_startable(config.worker_argv) &&
+               (config.max_restarts > 0 || config.dynamic.has_value())) {}
 
 WarmStart::~WarmStart() { platform::close_handle(std::exchange(channel_, platform::kNoHandle)); }
 

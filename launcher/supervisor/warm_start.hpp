@@ -4,7 +4,8 @@
 // each paying a new interpreter and `import torch` again.
 //
 // The warm-start process (warm_start.py, embedded at build time) is started after the first
-// attempt's ranks, with rank 0's environment and the same `python -u`. It imports torch, then, while
+// attempt's ranks of a job that can restart (--max-restarts > 0, or c10d rounds), with local rank
+// 0's environment and the same `python -u`. It imports torch, then, while
 // idle, the installed packages the ranks use (their /proc/PID/maps; the top-level modules a
 // warm-started local rank 0 appends to <run_dir>/warm_modules.txt), each only if it comes from the
 // installation (never the script's own modules). Before any fork it holds one thread and no CUDA;

@@ -72,22 +72,11 @@ def main():
                   for r in range(int(os.environ["WORLD_SIZE"]))) and time.time() < deadline:
         time.sleep(0.05)
     print("rank", os.environ["RANK"], "attempt", attempt, "done", flush=True)
-    if os.environ.get("KILL_WARM") and attempt == 0 and os.environ["LOCAL_RANK"] == "0":
-        # Wait for the warm-start process (a sibling: the supervisor's child), then kill it.
-        import signal, time
+    if os.environ.get("KILL_WARM") and attempt == 0:
+        # The test kills the warm-start process, then says so: attempt 0 ends after that.
         deadline = time.time() + 120
-        while time.time() < deadline:
-            for pid in os.listdir("/proc"):
-                try:
-                    with open("/proc/%s/cmdline" % pid, "rb") as f:
-                        if b"ddp-launch's warm-start process" in f.read() and int(pid) != os.getpid():
-                            with open("/proc/%s/stat" % pid) as s:
-                                if int(s.read().rsplit(")", 1)[1].split()[1]) == os.getppid():
-                                    os.kill(int(pid), signal.SIGKILL)
-                                    deadline = 0
-                except (OSError, ValueError):
-                    pass
-            time.sleep(0.1)
+        while not os.path.exists(os.path.join(out, "killed")) and time.time() < deadline:
+            time.sleep(0.05)
     sys.exit(int(os.environ.get("EXIT_%d" % attempt, "0")))
 
 
@@ -260,10 +249,23 @@ def test_the_warm_process_dies_then_ranks_start_cold_said_once():
     try:
         out = layout(root)
         run_dir = os.path.join(root, "run")
-        r, _ = launch(root, "on", out, [os.path.join("pkg", "train.py")],
-                      {"EXIT_0": "1", "EXIT_1": "1", "KILL_WARM": "1"}, 2, free_port(), run_dir)
-        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}")
-        check(r.stderr.count("warm start off") == 1, f"the fallback is not said exactly once: {r.stderr[-3000:]}")
+        env = dict(os.environ, OUT=out, EXIT_0="1", EXIT_1="1", KILL_WARM="1")
+        env.pop("DDP_WARM_START", None)
+        cmd = [DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--max-restarts", "2",
+               "--warm-start", "on", "--run-dir", run_dir, os.path.join(root, "pkg", "train.py")]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+        deadline = time.time() + 120
+        killed = []
+        while not killed and time.time() < deadline and p.poll() is None:
+            for pid in warm_processes(p.pid):
+                os.kill(pid, 9)
+                killed.append(pid)
+            time.sleep(0.05)
+        open(os.path.join(out, "killed"), "w").close()
+        _, err = p.communicate(timeout=300)
+        check(killed, "never saw the warm-start process")
+        check(p.returncode == 0, f"exit {p.returncode}: {err[-3000:]}")
+        check(err.count("warm start off") == 1, f"the fallback is not said exactly once: {err[-3000:]}")
         for a in (1, 2):
             for k in (0, 1):
                 check(not load(out, a, k)["preloaded"], f"attempt {a} rank {k} was warm after the process died")
