@@ -9,7 +9,9 @@ import os
 import signal
 import time
 
-T0 = time.time()
+import sys  # noqa: E402
+
+PRELOADED = "torchvision" in sys.modules  # a warm restart found it imported already
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -27,6 +29,7 @@ def note(what):
     os.close(fd)
 
 
+note(f"start-preloaded-torchvision-{PRELOADED}")
 if args.kind == "torchvision":
     import torchvision  # noqa: E402
     import torchvision.transforms as transforms  # noqa: E402

@@ -417,7 +417,8 @@ TEST_CASE("timeouts in seconds: infinite, NaN and far values are refused, never 
                                 std::string("join_timeout=") + far, "t.py"}),
                    "give a positive number of seconds, at most 365d"));
   }
-  CHECK(contains(usage_error({"--rdzv-timeout", "1e300", "t.py"}), "--rdzv-timeout: must be at most 365d, not '1e300'"));
+  CHECK(
+      contains(usage_error({"--rdzv-timeout", "1e300", "t.py"}), "--rdzv-timeout: must be at most 365d, not '1e300'"));
   CHECK(plan({"--rdzv-timeout", "31536000", "t.py"}).config.rendezvous_timeout == std::chrono::hours(24 * 365));
 }
 
@@ -618,4 +619,24 @@ TEST_CASE("--filestore file:///C:/… on Windows is torch's Windows path") {
   win.windows = true;
   CHECK(plan({"--filestore", "file:///C:/runs/fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
   CHECK(plan({"--filestore", "C:\\runs\\fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
+}
+
+TEST_CASE("--warm-start auto|on|off: Python scripts and modules on Linux; cold for --run-path, --no-python, Windows") {
+  CHECK(plan({"t.py"}).config.warm_start);
+  CHECK(plan({"-m", "pkg.train"}).config.warm_start);
+  CHECK(plan({"--warm-start", "on", "t.py"}).config.warm_start);
+  CHECK_FALSE(plan({"--warm-start", "off", "t.py"}).config.warm_start);
+  CHECK_FALSE(plan({"--run-path", "t.py"}).config.warm_start);
+  CHECK_FALSE(plan({"--no-python", "prog"}).config.warm_start);
+  CHECK(any_contains(plan({"--warm-start", "on", "--no-python", "prog"}).warnings, "--no-python ranks start cold"));
+  CHECK(contains(usage_error({"--warm-start", "maybe", "t.py"}), "--warm-start"));
+  {
+    ScopedEnv env("DDP_WARM_START", "off");  // the ci-cold test preset's switch
+    CHECK_FALSE(plan({"t.py"}).config.warm_start);
+  }
+  auto win = test_host();
+  win.windows = true;
+  CHECK_FALSE(plan({"t.py"}, win).config.warm_start);
+  CHECK_FALSE(plan({"--warm-start", "off", "t.py"}, win).config.warm_start);
+  CHECK(contains(usage_error({"--warm-start", "on", "t.py"}, win), "--warm-start on is Linux only"));
 }
