@@ -316,8 +316,7 @@ std::vector<RunOption> make_table() {
                "Python script or -m module), on (the same; refused on Windows, which has no fork) or off (every "
                "attempt starts cold); a failure of the warm path starts the ranks cold, said once",
        .choices = {"auto", "on", "off"},
-       .job_key = "distributed.warm_start",
-       .job_form = J::Scalar},
+       .not_in_jobs = "the daemon runs a job's command with --no-python: its ranks start cold for now"},
       {.names = "--straggler-threshold",
        .field = &RunArgs::straggler_threshold,
        .default_value = "0.75",
