@@ -23,6 +23,9 @@ struct ForkChannel {
 // nullopt, with `error` saying why, when there is no channel (Windows: always).
 std::optional<ForkChannel> make_fork_channel(std::string& error);
 
+// How the fork server names its end on its command line (POSIX: the descriptor's number).
+std::string channel_argument(NativeHandle theirs);
+
 // Sends one message with `fds` attached (they stay open here). False, with `error`, when it fails.
 bool send_message(NativeHandle channel, const std::string& message, const std::vector<NativeHandle>& fds,
                   std::string& error);

@@ -59,7 +59,7 @@ void WarmStart::start(const WorkerLaunch& first) {
               "-u",
               "-c",
               kWarmStartPy,
-              std::to_string(channel->theirs),
+              platform::channel_argument(channel->theirs),
               std::to_string(platform::current_pid()),
               (config_.run_dir / "warm_modules.txt").string()};
   for (const auto& [k, v] : first.env) req.env.push_back(k + "=" + v);

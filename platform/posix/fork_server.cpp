@@ -24,6 +24,8 @@ std::optional<ForkChannel> make_fork_channel(std::string& error) {
   return ForkChannel{fds[0], fds[1]};
 }
 
+std::string channel_argument(NativeHandle theirs) { return std::to_string(theirs); }
+
 bool send_message(NativeHandle channel, const std::string& message, const std::vector<NativeHandle>& fds,
                   std::string& error) {
   iovec iov{const_cast<char*>(message.data()), message.size()};

@@ -8,6 +8,8 @@ std::optional<ForkChannel> make_fork_channel(std::string& error) {
   return std::nullopt;
 }
 
+std::string channel_argument(NativeHandle) { return {}; }
+
 bool send_message(NativeHandle, const std::string&, const std::vector<NativeHandle>&, std::string& error) {
   error = "Windows has no fork";
   return false;
