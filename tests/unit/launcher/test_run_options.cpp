@@ -417,8 +417,7 @@ TEST_CASE("timeouts in seconds: infinite, NaN and far values are refused, never 
                                 std::string("join_timeout=") + far, "t.py"}),
                    "give a positive number of seconds, at most 365d"));
   }
-  CHECK(
-      contains(usage_error({"--rdzv-timeout", "1e300", "t.py"}), "--rdzv-timeout: must be at most 365d, not '1e300'"));
+  CHECK(contains(usage_error({"--rdzv-timeout", "1e300", "t.py"}), "--rdzv-timeout: must be at most 365d, not '1e300'"));
   CHECK(plan({"--rdzv-timeout", "31536000", "t.py"}).config.rendezvous_timeout == std::chrono::hours(24 * 365));
 }
 
