@@ -31,6 +31,7 @@ DEMO_PACKAGES=(
 TEST_PACKAGES=(
   git libboost-all-dev
   python3-torch                  # the integration tests' torch workers (/usr/bin/python3)
+  python3-torchvision            # bench/run_warm_restart_bench.py: resnet18 on FakeData (0.14, torch 1.13's)
   clang libclang-rt-dev          # libFuzzer harnesses
   iproute2 procps psmisc         # ss, ps, fuser used by tests
   librsvg2-bin                   # rsvg-convert: `ddp-launch report --out chart.png`

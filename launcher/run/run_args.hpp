@@ -56,6 +56,7 @@ struct RunArgs {
   unsigned gpu_low_util{};
   std::string gpu_low_window;
   std::string straggler_threshold;  // a ratio or "off"
+  std::string warm_start;           // auto, on or off
   // Newer torchrun flags (torch 2.x).
   bool virtual_local_rank{};
   std::string numa_binding;

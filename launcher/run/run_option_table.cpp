@@ -306,6 +306,17 @@ std::vector<RunOption> make_table() {
        .help = "... for this long, e.g. 60s",
        .range = OptionRange{0, kMaxDurationS},
        .not_in_jobs = kNotYet},
+      {.names = "--warm-start,--warm_start",
+       .env = "DDP_WARM_START",
+       .field = &RunArgs::warm_start,
+       .type = T::Choice,
+       .default_value = "auto",
+       .help = "Restarts fork their Python ranks from a per-node process that holds the interpreter, torch and "
+               "the modules the last attempt imported (no CUDA, one thread before the fork): auto (Linux, a "
+               "Python script or -m module), on (the same; refused on Windows, which has no fork) or off (every "
+               "attempt starts cold); a failure of the warm path starts the ranks cold, said once",
+       .choices = {"auto", "on", "off"},
+       .not_in_jobs = "the daemon runs a job's command with --no-python: its ranks start cold for now"},
       {.names = "--straggler-threshold",
        .field = &RunArgs::straggler_threshold,
        .default_value = "0.75",

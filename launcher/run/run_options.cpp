@@ -358,6 +358,7 @@ void plan_run_dir(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c,
 void plan_worker_argv(const RunArgs& a, const HostFacts& facts, RunPlan& plan) {
   auto& argv = plan.config.worker_argv;
   if (a.no_python && !a.run_path) {
+    if (a.warm_start == "on") plan.warnings.push_back("--warm-start on: --no-python ranks start cold (not Python)");
     argv = a.command;
     return;
   }
@@ -373,6 +374,8 @@ void plan_worker_argv(const RunArgs& a, const HostFacts& facts, RunPlan& plan) {
     argv.push_back("-m");
   }
   argv.insert(argv.end(), a.command.begin(), a.command.end());
+  // launcher/supervisor/warm_start.hpp: `python -u script` and `python -u -m module` only.
+  plan.config.warm_start = a.warm_start != "off" && !facts.windows && !a.run_path;
 }
 
 // With several nodes gloo advertises the address the host name resolves to unless
@@ -497,6 +500,11 @@ namespace {
 // refused before anything starts, naming what to do instead.
 void check_windows(const RunArgs& a, const HostFacts& facts) {
   if (!facts.windows) return;
+  if (a.warm_start == "on") {
+    throw UsageError(
+        "--warm-start on is Linux only (Windows has no fork: a process cannot be copied with its imports); "
+        "use --warm-start auto or off");
+  }
   check_linux_only_options(a);
 }
 

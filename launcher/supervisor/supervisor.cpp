@@ -32,6 +32,7 @@
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/supervisor_events.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
+#include "launcher/supervisor/warm_start.hpp"
 #include "launcher/supervisor/worker_group.hpp"
 #include "launcher/supervisor/worker_store.hpp"
 #include "launcher/workers/cgroup.hpp"
@@ -64,6 +65,7 @@ class Supervisor {
         signals_(io_),
         exits_(io_,
                [this](const platform::ChildExit& x) {
+                 if (x.tag == WarmStart::kTag) return warm_.exited(x);
                  workers_.exited(x, [this](Worker& w, const RankExit& r) { on_reaped(w, r); });
                }),
         grace_timer_(io_),
@@ -95,6 +97,9 @@ class Supervisor {
         node_name_(config.node_name.empty() ? default_node_name() : config.node_name) {
     // A file that cannot be written (a full disk): said at once, on the loop; the writer goes on.
     out_.files.on_failure([this](const FileWriter::Failure& f) { asio::post(io_, [this, f] { on_write_failed(f); }); });
+    workers_.warm_from([this](int rank, const WorkerLaunch& launch,
+                              const std::vector<platform::NativeHandle>& cgroup_procs,
+                              const std::vector<int>& cpus) { return warm_.spawn(rank, launch, cgroup_procs, cpus); });
     if (config.straggler_threshold) {
       stragglers_.emplace(*config.straggler_threshold);
       out_.metrics.on_worker_row = [this](const MetricRow& row) { on_metric_row(row); };
@@ -347,6 +352,7 @@ class Supervisor {
     // Beside the ranks' directories (the daemon reads only numbered entries there).
     progress_.watch_heartbeats(config_.run_dir / fmt::format("attempt_{}", a.attempt) / "heartbeats");
     cgroups_.remove_attempts(std::chrono::milliseconds(0));
+    warm_.wait_ready(std::chrono::seconds(30));  // a restart's ranks: forked once torch is imported
     spawn_from(a.attempt, 0);
   }
 
@@ -370,6 +376,8 @@ class Supervisor {
     // (rank0, file) the evidence is weaker: launcher/rendezvous/rendezvous_evidence.hpp.
     if (store_.hosted() || config_.store_mode != StoreMode::Agent) rendezvous_watch_.arm(attempt);
     progress_.begin(attempt, global_ranks(plan_), plan_.front().world_size);  // launcher/hang/progress_watch.hpp
+    if (const Worker* first = workers_.of(plan_.front().local_rank); first && first_launch_)
+      warm_.after_spawn(*first_launch_, first->pid);  // launcher/supervisor/warm_start.hpp
     record_processes();
   }
 
@@ -492,6 +500,7 @@ class Supervisor {
                                   .state = std::string(group_state_name(machine_.state())),
                                   .attempts = machine_.attempt() + 1,
                                   .restarts = machine_.attempt()});
+    warm_.stop();
     exits_.stop();
     workers_.stop_reading();
     store_.stop();
@@ -530,6 +539,7 @@ class Supervisor {
     in.timer_file = file_timer_.path();
     in.heartbeat_file = progress_.heartbeat_file(ranks.local_rank);
     auto launch = make_worker_launch(in, config_.worker_argv);
+    if (ranks.local_rank == plan_.front().local_rank) first_launch_ = launch;
 
     Worker& started = *w;
     auto child = workers_.start(std::move(w), launch, cgroups_.prepare_rank(attempt, ranks.local_rank),
@@ -760,6 +770,8 @@ class Supervisor {
   std::optional<StragglerWatch> stragglers_;
   std::uint16_t master_port_ = 0;
   WorkerGroup workers_{containment_, exits_};
+  WarmStart warm_{config_, containment_, exits_};  // --warm-start
+  std::optional<WorkerLaunch> first_launch_;       // local rank 0's, for the warm-start process
   // TORCHELASTIC_ENABLE_FILE_TIMER=1. on_request (a rank's request: progress) is for the progress watchdog.
   FileTimerServer file_timer_{io_,
                               file_timer_setup(config_.base_env, config_.run_dir.string()),

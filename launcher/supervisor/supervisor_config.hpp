@@ -81,6 +81,8 @@ struct SupervisorConfig {
   std::string line_prefix_template;
   // --duplicate-stdout/stderr-filters: matching lines also go to run_dir/attempt_N/filtered_*.log.
   DuplicateFilters duplicate_filters;
+  // --warm-start: restarts fork the Python ranks from a warm process (launcher/supervisor/warm_start.hpp).
+  bool warm_start = false;
 
   // Log files under run_dir: a redirected or teed stream's per-rank files, or the filtered logs.
   bool writes_log_files() const;

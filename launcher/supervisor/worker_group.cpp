@@ -21,7 +21,12 @@ void WorkerGroup::retire() {
 
 RankProcess WorkerGroup::start(std::unique_ptr<Worker> worker, const WorkerLaunch& launch,
                                std::vector<platform::NativeHandle> cgroup_procs, std::vector<int> cpu_affinity) {
-  auto process = spawn_rank(worker->ranks.rank, launch, std::move(cgroup_procs), std::move(cpu_affinity));
+  auto warm = warm_ ? warm_(worker->ranks.rank, launch, cgroup_procs, cpu_affinity) : std::nullopt;
+  if (warm) {
+    for (auto h : cgroup_procs) platform::close_handle(h);
+  }
+  auto process = warm ? std::move(*warm)
+                      : spawn_rank(worker->ranks.rank, launch, std::move(cgroup_procs), std::move(cpu_affinity));
   worker->pid = process.pid();
   worker->alive = true;
   exits_.watch(process.child, worker->ranks.local_rank);

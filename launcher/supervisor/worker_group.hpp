@@ -45,6 +45,12 @@ class WorkerGroup {
   WorkerGroup(platform::Containment& containment, platform::ChildExits& exits)
       : containment_(containment), exits_(exits) {}
 
+  // Ranks come from here first when it is set (launcher/supervisor/warm_start.hpp); nullopt: spawn_rank.
+  using WarmSpawner = std::function<std::optional<RankProcess>(int rank, const WorkerLaunch&,
+                                                               const std::vector<platform::NativeHandle>& cgroup_procs,
+                                                               const std::vector<int>& cpu_affinity)>;
+  void warm_from(WarmSpawner spawner) { warm_ = std::move(spawner); }
+
   // A new attempt: the current workers retire, their pipes closed.
   void retire();
   // Starts the worker's process (spawn_rank: throws Error when it cannot); the containment watches
@@ -79,6 +85,7 @@ class WorkerGroup {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Worker>> retired_;  // earlier attempts'
   bool said_undeliverable_ = false;               // signal() could not reach a group: said once
+  WarmSpawner warm_;
 };
 
 }  // namespace ddp::launcher

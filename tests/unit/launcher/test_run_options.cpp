@@ -633,3 +633,23 @@ TEST_CASE("--filestore file:///C:/… on Windows is torch's Windows path") {
   CHECK(plan({"--filestore", "file:///C:/runs/fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
   CHECK(plan({"--filestore", "C:\\runs\\fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
 }
+
+TEST_CASE("--warm-start auto|on|off: Python scripts and modules on Linux; cold for --run-path, --no-python, Windows") {
+  CHECK(plan({"t.py"}).config.warm_start);
+  CHECK(plan({"-m", "pkg.train"}).config.warm_start);
+  CHECK(plan({"--warm-start", "on", "t.py"}).config.warm_start);
+  CHECK_FALSE(plan({"--warm-start", "off", "t.py"}).config.warm_start);
+  CHECK_FALSE(plan({"--run-path", "t.py"}).config.warm_start);
+  CHECK_FALSE(plan({"--no-python", "prog"}).config.warm_start);
+  CHECK(any_contains(plan({"--warm-start", "on", "--no-python", "prog"}).warnings, "--no-python ranks start cold"));
+  CHECK(contains(usage_error({"--warm-start", "maybe", "t.py"}), "--warm-start"));
+  {
+    ScopedEnv env("DDP_WARM_START", "off");  // the ci-cold test preset's switch
+    CHECK_FALSE(plan({"t.py"}).config.warm_start);
+  }
+  auto win = test_host();
+  win.windows = true;
+  CHECK_FALSE(plan({"t.py"}, win).config.warm_start);
+  CHECK_FALSE(plan({"--warm-start", "off", "t.py"}, win).config.warm_start);
+  CHECK(contains(usage_error({"--warm-start", "on", "t.py"}, win), "--warm-start on is Linux only"));
+}
