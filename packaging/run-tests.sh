@@ -10,6 +10,8 @@ say "dependencies (every test's: packaging/install-deps.sh)…"
 DDP_QUIET_BUILD=1 ./packaging/build.sh
 say "Windows build (ddp-launch.exe for the windows tests, run under Wine)…"
 DDP_QUIET_BUILD=1 ./packaging/build-windows.sh
+say "Windows ZIP, installer and manifests (packaging/build-windows-installer.sh)…"
+quietly windows-installer ./packaging/build-windows-installer.sh
 say "Debian chroots (torch2x: torch 2.6/2.14; deb: Debian 12), built once per machine…"
 quietly chroots ./tests/chroot/prepare.sh
 # The release build + .deb, outside the tests' time limits (their fixture reruns it: configure and
