@@ -19,7 +19,7 @@ import zipfile
 import yaml
 
 from harness import TestFailure, check, run_tests
-from wine import WINESERVER, wine_command
+from wine import WineKeptUp, wine_command
 
 BUILD = os.environ.get("DDP_WINDOWS_BUILD_DIR", "build-windows")
 PREFIX = os.environ["WINEPREFIX"]
@@ -105,8 +105,10 @@ def uninstall(install_dir, seconds=90):
     before the work is done: waits for its registry key to go (its last step)."""
     r = wine(install_dir + "\\uninstall.exe", "/S")
     check(r.returncode == 0, f"uninstall.exe /S: exit {r.returncode}; {r.stderr[-2000:]}")
+    # The directory goes just before the key (RMDir, then DeleteRegKey): the file system is watched,
+    # the registry (a Wine command per look) asked once it is gone.
     deadline = time.monotonic() + seconds
-    while reg_value(UNINST_KEY, "DisplayName") is not None or os.path.exists(linux_path(install_dir)):
+    while os.path.exists(linux_path(install_dir)) or reg_value(UNINST_KEY, "DisplayName") is not None:
         if time.monotonic() > deadline:
             left = os.listdir(linux_path(install_dir)) if os.path.exists(linux_path(install_dir)) else []
             raise TestFailure(f"the uninstaller did not finish within {seconds}s: {install_dir} holds {left}, "
@@ -231,9 +233,8 @@ def test_default_directory_and_the_service_option():
 
 
 if __name__ == "__main__":
-    # One wineserver for the test's ~60 Wine commands (each would start its own), gone 10 s after the last.
-    subprocess.run([WINESERVER, "-p10"], capture_output=True, timeout=60)
-    run_tests([test_the_exe_is_statically_linked, test_zip_holds_the_exe_and_the_manifests_name_its_version_and_hash,
-               test_silent_install_path_entry_and_uninstall,
-               test_an_entry_already_there_is_kept_and_a_too_long_path_is_left_alone,
-               test_default_directory_and_the_service_option])
+    with WineKeptUp():
+        run_tests([test_the_exe_is_statically_linked, test_zip_holds_the_exe_and_the_manifests_name_its_version_and_hash,
+                   test_silent_install_path_entry_and_uninstall,
+                   test_an_entry_already_there_is_kept_and_a_too_long_path_is_left_alone,
+                   test_default_directory_and_the_service_option])
