@@ -201,8 +201,18 @@ Section /o "Windows service: the job daemon" SecService
   SetRegView 64
   ; The counterpart of the .deb's systemd units: `ddp-launch.exe daemon --service` under the
   ; service manager, started with Windows, stopped by it (docs/windows.md).
-  nsExec::ExecToLog `"$SYSDIR\sc.exe" create ${SERVICE_NAME} binPath= "\"$INSTDIR\ddp-launch.exe\" daemon --service" start= auto DisplayName= "ddp-launch job daemon"`
-  Pop $0
+  StrCpy $2 `"$INSTDIR\ddp-launch.exe" daemon --service`
+  ReadRegStr $1 HKLM "SYSTEM\CurrentControlSet\Services\${SERVICE_NAME}" "ImagePath"
+  ${If} $1 == $2
+    StrCpy $0 0  ; an install over an earlier one, same directory: registered as it should be
+  ${ElseIf} $1 != ""
+    ; registered elsewhere by an earlier install: point it here
+    nsExec::ExecToLog `"$SYSDIR\sc.exe" config ${SERVICE_NAME} binPath= "\"$INSTDIR\ddp-launch.exe\" daemon --service" start= auto`
+    Pop $0
+  ${Else}
+    nsExec::ExecToLog `"$SYSDIR\sc.exe" create ${SERVICE_NAME} binPath= "\"$INSTDIR\ddp-launch.exe\" daemon --service" start= auto DisplayName= "ddp-launch job daemon"`
+    Pop $0
+  ${EndIf}
   ${If} $0 != 0
     DetailPrint "sc.exe create ${SERVICE_NAME} failed ($0): the service is not registered"
     MessageBox MB_OK|MB_ICONEXCLAMATION "Registering the service ${SERVICE_NAME} failed (sc.exe: $0)." /SD IDOK

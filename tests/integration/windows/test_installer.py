@@ -19,7 +19,7 @@ import zipfile
 import yaml
 
 from harness import TestFailure, check, run_tests
-from wine import WineKeptUp, wine_command
+from wine import WineKeptUp, run_wine_command
 
 BUILD = os.environ.get("DDP_WINDOWS_BUILD_DIR", "build-windows")
 PREFIX = os.environ["WINEPREFIX"]
@@ -48,10 +48,7 @@ def setup_exe():
 
 
 def wine(*args, timeout=120):
-    try:
-        return subprocess.run(wine_command(*args), capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise TestFailure(f"wine {' '.join(args)} did not finish within {timeout}s") from None
+    return run_wine_command(*args, timeout=timeout)
 
 
 def linux_path(windows_dir):
@@ -223,6 +220,11 @@ def test_default_directory_and_the_service_option():
             check(reg_value(SERVICE_KEY, "ImagePath") == ("REG_SZ", f'"{install_dir}\\ddp-launch.exe" daemon --service'),
                   f"the service runs {reg_value(SERVICE_KEY, 'ImagePath')}")
             check(reg_value(SERVICE_KEY, "Start") == ("REG_DWORD", "0x2"), "the service does not start with Windows")
+            # Installed again over it (an upgrade): the service and the PATH entry stay as they are, once,
+            # and still the uninstaller's to remove.
+            install("/SERVICE=1")
+            check(machine_path()[1] == before + ";" + install_dir, f"PATH after a second install: {machine_path()}")
+            check(reg_value(UNINST_KEY, "Service") == ("REG_SZ", "ddp-launch"), "the service is no longer recorded")
             uninstall(install_dir)
             r = wine("sc", "query", "ddp-launch")
             check(r.returncode != 0, f"the service is still registered: {r.stdout}")

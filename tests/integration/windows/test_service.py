@@ -8,22 +8,18 @@ process for a service being started (measured: one of three). `ddp-launch.exe da
 uses the same call once the daemon runs on Windows (docs/windows.md)."""
 import os
 import re
-import subprocess
 import tempfile
 import time
 
 from harness import TestFailure, check, run_tests
-from wine import WineKeptUp, wine_command, windows_path
+from wine import WineKeptUp, run_wine_command, windows_path
 
 BIN = os.environ.get("DDP_WINDOWS_BIN_DIR", "build-windows/bin")
 SERVICE_EXE = os.path.join(BIN, "ddp-test-service.exe")
 
 
 def wine(*args, timeout=120):
-    try:
-        return subprocess.run(wine_command(*args), capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise TestFailure(f"wine {' '.join(args)} did not finish within {timeout}s") from None
+    return run_wine_command(*args, timeout=timeout)
 
 
 def query(name):

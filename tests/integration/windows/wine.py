@@ -92,3 +92,19 @@ class WineKeptUp:
         self.proc.kill()
         self.proc.wait(timeout=60)
         self.file.close()
+
+
+def run_wine_command(*args, timeout=120):
+    """`wine ARGS` to its end, its output through files rather than pipes: a system process the
+    command starts (services.exe for `sc`, explorer.exe for a window broadcast) inherits its output
+    handles and, while WineKeptUp holds the server, lives on; with pipes the wait for their end
+    would last as long. CompletedProcess with text output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            p = subprocess.run(wine_command(*args), stdout=out, stderr=err, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TestFailure(f"wine {' '.join(args)} did not finish within {timeout}s") from None
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(p.args, p.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
