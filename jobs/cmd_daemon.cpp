@@ -16,6 +16,7 @@
 
 #include "common/error.hpp"
 #include "common/gpu.hpp"
+#include "common/log.hpp"
 #include "common/net.hpp"
 #include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
@@ -178,6 +179,8 @@ void add_daemon_options(CLI::App* sub, DaemonArgs& a) {
 
 int run_daemon(const DaemonArgs& a, DaemonLoop& loop) {
   fs::path state_dir = prepare_state_dir(a.state_dir);
+  // A service has no stderr (systemd's journal has no counterpart there): its log is a file.
+  if (a.service) log_to_file(state_dir / "daemon.log");
   lock_state_dir(state_dir);
   auto token = load_or_create_token(state_dir / "token");
 
