@@ -1,11 +1,12 @@
 #include "common/log.hpp"
 
-#include "common/env_contract.hpp"
-
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <cstdlib>
 #include <string>
+
+#include "common/env_contract.hpp"
 
 namespace ddp {
 
@@ -22,6 +23,14 @@ void init_logging(std::string_view level) {
   }
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
   logger->set_level(spdlog::level::from_str(chosen));
+}
+
+void log_to_file(const std::filesystem::path& file) {
+  auto logger = spdlog::default_logger();
+  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string(), false);
+  sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  logger->sinks().push_back(std::move(sink));
+  logger->flush_on(spdlog::level::trace);
 }
 
 }  // namespace ddp

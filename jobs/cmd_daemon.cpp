@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -14,6 +16,7 @@
 
 #include "common/error.hpp"
 #include "common/gpu.hpp"
+#include "common/log.hpp"
 #include "common/net.hpp"
 #include "jobs/api_server.hpp"
 #include "jobs/commands.hpp"
@@ -22,6 +25,7 @@
 #include "platform/files.hpp"
 #include "platform/host.hpp"
 #include "platform/proc.hpp"
+#include "platform/service.hpp"
 
 namespace ddp::cli {
 
@@ -38,6 +42,15 @@ struct DaemonArgs {
   double slurm_poll = 2;
   std::optional<std::size_t> max_tcp_connections;
   double tcp_auth_timeout = 10;
+  bool service = false;
+};
+
+// The daemon's loop, made before run_daemon so that a stop from another thread (the Windows
+// service manager's: --service, platform/service.hpp) can be posted to it. `stop` is serve()'s
+// stop path, the one SIGINT/SIGTERM take; set before the loop runs, used on its thread only.
+struct DaemonLoop {
+  boost::asio::io_context io;
+  std::function<void(const std::string& why)> stop;
 };
 
 // The bearer token for TCP clients: made once, kept 0600 in the state directory.
@@ -108,16 +121,18 @@ std::string listen_tcp(jobs::ApiServer& server, const std::string& listen, const
   return fmt::format(" tcp={}:{}", listen.substr(0, listen.rfind(':')), bound);
 }
 
-// Runs the loop until SIGINT/SIGTERM.
-void serve(boost::asio::io_context& io, jobs::ApiServer& server) {
-  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
-  stop.async_wait([&](boost::system::error_code ec2, int signo) {
-    if (ec2) return;
+// Runs the loop until SIGINT/SIGTERM (or loop.stop).
+void serve(DaemonLoop& loop, jobs::ApiServer& server) {
+  auto& io = loop.io;
+  loop.stop = [&](const std::string& why) {
     // Jobs keep running in their own sessions; the next daemon re-adopts them.
-    spdlog::info("received signal {}: stopping the API; running jobs go on and are re-adopted at the next start",
-                 signo);
+    spdlog::info("{}: stopping the API; running jobs go on and are re-adopted at the next start", why);
     server.stop();
     io.stop();
+  };
+  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
+  stop.async_wait([&](boost::system::error_code ec2, int signo) {
+    if (!ec2) loop.stop(fmt::format("received signal {}", signo));
   });
   for (;;) {
     try {
@@ -157,10 +172,15 @@ void add_daemon_options(CLI::App* sub, DaemonArgs& a) {
                   "Seconds a TCP connection may take to send an authenticated request; then it is closed")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
+  sub->add_flag("--service", a.service,
+                "Windows: run as the service ddp-launch under the service manager, which starts it and stops it "
+                "(`sc stop ddp-launch`: as SIGTERM does); the installer's /SERVICE=1 registers it");
 }
 
-int run_daemon(const DaemonArgs& a) {
+int run_daemon(const DaemonArgs& a, DaemonLoop& loop) {
   fs::path state_dir = prepare_state_dir(a.state_dir);
+  // A service has no stderr (systemd's journal has no counterpart there): its log is a file.
+  if (a.service) log_to_file(state_dir / "daemon.log");
   lock_state_dir(state_dir);
   auto token = load_or_create_token(state_dir / "token");
 
@@ -173,7 +193,7 @@ int run_daemon(const DaemonArgs& a) {
   jobs::ApiLimits limits;
   limits.max_tcp_connections = jobs::tcp_connection_cap(open_files, a.max_tcp_connections);
   limits.tcp_auth_timeout = std::chrono::milliseconds(static_cast<long>(a.tcp_auth_timeout * 1000));
-  boost::asio::io_context io;
+  auto& io = loop.io;
   jobs::JobDaemon daemon(io, config);
   auto& manager = daemon.jobs;
   jobs::ApiServer server(io, manager, limits);
@@ -188,7 +208,7 @@ int run_daemon(const DaemonArgs& a) {
   // One line on stdout for scripts and tests: where to reach it.
   std::cout << "listening unix=" << socket.string() << tcp << std::endl;
 
-  serve(io, server);
+  serve(loop, server);
   return 0;
 }
 
@@ -201,7 +221,21 @@ Command add_daemon_command(CLI::App& app) {
                                  "also on TCP with the web dashboard)");
   auto a = std::make_shared<DaemonArgs>();
   add_daemon_options(sub, *a);
-  return {sub, [a]() -> int { return run_daemon(*a); }};
+  return {sub, [a]() -> int {
+            DaemonLoop loop;
+            if (!a->service) return run_daemon(*a, loop);
+            try {
+              return platform::run_as_service(
+                  "ddp-launch", [&] { return run_daemon(*a, loop); },
+                  [&] {
+                    boost::asio::post(loop.io, [&] {
+                      if (loop.stop) loop.stop("the service manager asked to stop");
+                    });
+                  });
+            } catch (const platform::NotAService& e) {
+              throw UsageError(e.what());
+            }
+          }};
 }
 
 }  // namespace ddp::cli

@@ -42,6 +42,7 @@ TEST_PACKAGES=(
   g++-mingw-w64-x86-64-posix wine64     # ddp-launch.exe: cross-built (build-windows.sh), tested under Wine
   tcl perl unicode-data          # windows-deps.sh: yaml-cpp, SQLite, RE2 for mingw from Debian's sources
                                  # (apt-get source: dpkg-dev; SQLite's amalgamation: tclsh; RE2's tables)
+  nsis                           # its installer (makensis): build-windows-installer.sh
   chromium fonts-dejavu-core     # the dashboard's browser test (headless, driven by playwright-core)
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")

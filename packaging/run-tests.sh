@@ -20,6 +20,8 @@ trap 'kill -- "-$chroots_pid" 2>/dev/null || true' EXIT
 DDP_QUIET_BUILD=1 ./packaging/build.sh
 say "Windows build (ddp-launch.exe for the windows tests, run under Wine)…"
 DDP_QUIET_BUILD=1 ./packaging/build-windows.sh
+say "Windows ZIP, installer and manifests (packaging/build-windows-installer.sh)…"
+quietly windows-installer ./packaging/build-windows-installer.sh
 # The release build + .deb, outside the tests' time limits (their fixture reruns it: configure and
 # cpack again, the build a no-op).
 say "release build and .deb (packaging/build-deb.sh)…"

@@ -105,6 +105,17 @@ def test_daemon_duration_flags_are_range_checked():
             check(out.returncode != 0 and flag in out.stderr, f"{flag} {value}: {out.returncode} {out.stderr}")
 
 
+def test_service_flag_on_linux_names_the_systemd_units_and_touches_nothing():
+    # --service is the Windows service manager's (platform/service.hpp); on Linux: a usage error.
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "s")
+        out = subprocess.run([DDP_LAUNCH, "daemon", "--service", "--state-dir", state, "--socket",
+                              os.path.join(tmp, "d.sock")], capture_output=True, text=True, timeout=30)
+        check(out.returncode == 2 and "Windows service manager" in out.stderr and "systemctl --user enable --now"
+              in out.stderr, f"{out.returncode} {out.stderr}")
+        check(not os.path.exists(state), "the refused daemon made its state directory")
+
+
 def test_bad_listen_addresses_say_what_is_wrong():
     # One HOST:PORT reader (common/net.hpp): '12x' was port 12, '::1:0' split at the last colon.
     with tempfile.TemporaryDirectory() as tmp:
@@ -358,6 +369,7 @@ if __name__ == "__main__":
                    test_tcp_flood_leaves_the_unix_socket_serving,
                    test_a_tcp_cap_the_open_file_limit_cannot_hold_is_refused,
                    test_daemon_duration_flags_are_range_checked,
+                   test_service_flag_on_linux_names_the_systemd_units_and_touches_nothing,
                    test_bad_listen_addresses_say_what_is_wrong])
     finally:
         D.cleanup()

@@ -6,7 +6,9 @@ A Windows process under Wine is a Linux process too: its Linux pid is the one Po
 SIGINT sent to it arrives as Ctrl-C (Wine turns it into a console control event).
 """
 import os
+import select
 import subprocess
+import tempfile
 import time
 
 from harness import TestFailure
@@ -66,3 +68,43 @@ def wait_gone_windows(pids, seconds):
         time.sleep(0.5)
         left = alive_windows(pids)
     return left
+
+
+class WineKeptUp:
+    """Holds one Windows process (ddp-test-child.exe holding a file) for the duration, so the prefix's
+    wineserver and services.exe stay up between a test's short Wine commands: without one, the
+    server ends with each command's last process, taking services.exe and every service it started
+    with it (a service started by `sc start` would be gone by the next `sc query`), and each command
+    pays for a new server. Entered once the process runs (its first line), so no Wine command races
+    it to start the server; ended (our own process, by its pid) on leaving."""
+
+    def __enter__(self):
+        self.file = tempfile.NamedTemporaryFile(prefix="wine-kept-up-")
+        self.proc = subprocess.Popen(wine_command(CHILD, "hold", windows_path(self.file.name), "3600000"),
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        ready = select.select([self.proc.stdout], [], [], 120)[0]
+        if not ready or not self.proc.stdout.readline().startswith("holding"):
+            self.__exit__()
+            raise TestFailure("ddp-test-child.exe hold did not start under Wine within 120s")
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait(timeout=60)
+        self.file.close()
+
+
+def run_wine_command(*args, timeout=120):
+    """`wine ARGS` to its end, its output through files rather than pipes: a system process the
+    command starts (services.exe for `sc`, explorer.exe for a window broadcast) inherits its output
+    handles and, while WineKeptUp holds the server, lives on; with pipes the wait for their end
+    would last as long. CompletedProcess with text output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            p = subprocess.run(wine_command(*args), stdout=out, stderr=err, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TestFailure(f"wine {' '.join(args)} did not finish within {timeout}s") from None
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(p.args, p.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
