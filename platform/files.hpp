@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ddp::platform {
 
@@ -33,9 +34,27 @@ class ForeignFile : public std::runtime_error {
 // process's user, in a directory owned by this user or by root (a shared temporary directory), so
 // that no other local user can have planted or replaced it. nullopt when there is no such file;
 // ForeignFile naming the owner when it is someone else's. POSIX: the opened file's and its
-// directory's owner uid against geteuid(). Windows: the opened file's owner SID against this
-// process's user (or the Administrators group, the owner of what an elevated process creates).
+// directory's owner uid against geteuid(). Windows: the opened file's (no link: a reparse point is
+// refused) and its directory's owner SIDs, decided by foreign_owner: the directory this user's or
+// an administrator's own (Administrators, LocalSystem: C:\Windows\Temp), the file this user's (or,
+// to a member of Administrators, the Administrators group's: what an elevated process creates); an
+// owner that cannot be read is never trusted.
 std::optional<std::string> read_own_file(const std::filesystem::path& path);
+
+// read_own_file's decision from the owners alone (pure). Owners as the OS names them (POSIX: a uid;
+// Windows: a SID string, "S-1-5-21-…"); "" is an owner that could not be read, never trusted.
+struct FileOwners {
+  std::string file;
+  std::string dir;
+};
+struct OwnerPolicy {
+  std::string me;                         // this process's user ("": unreadable, nothing trusted)
+  std::vector<std::string> admin_owners;  // the administrator's own (POSIX: "0"; Windows: S-1-5-32-544, S-1-5-18)
+  bool i_am_admin = false;                // this process is one of them: their files are its own
+};
+// nullopt: the file is this user's own; else why not (naming the owner), for ForeignFile.
+std::optional<std::string> foreign_owner(const std::filesystem::path& path, const FileOwners& owners,
+                                         const OwnerPolicy& policy);
 
 // When the file at `path` was created (its birth time), in seconds since the epoch; nullopt where
 // the filesystem does not keep one (Linux: statx's STATX_BTIME, absent on some filesystems;

@@ -2,7 +2,8 @@
 // Host inspection: answers "who holds this port / this file?" so errors can name the process to
 // stop instead of leaving the user to run netstat, lsof or Resource Monitor. posix/proc.cpp reads
 // /proc; windows/proc.cpp asks Toolhelp, the process's PEB (its command line),
-// GetExtendedTcpTable (ports) and the Restart Manager (open files). Under Wine, the TCP table has
+// GetExtendedTcpTable (ports), the Restart Manager (who has a file open) and the system's handle
+// table (what a process has open). Under Wine, the TCP table has
 // no owner pids and the Restart Manager is a stub that finds no one: callers must not read "no
 // one" as proof (docs/windows.md).
 #include <sys/types.h>
@@ -69,8 +70,9 @@ std::vector<ProcessInfo> listeners_on_port(std::uint16_t port);
 std::vector<ProcessInfo> processes_with_open(const std::filesystem::path& path);
 
 // The regular files process `pid` has open right now (Linux: /proc/<pid>/fd, absolute paths),
-// empty when it is gone or its fds cannot be read. Windows: always empty (the handle table of
-// another process is not read); callers find the files by other evidence there.
+// empty when it is gone or its fds cannot be read. Windows: the system's handle table (its rows of
+// `pid`, copied with DuplicateHandle and named by GetFinalPathNameByHandleW; a process of another
+// user, to one without privilege, gives nothing).
 std::vector<std::filesystem::path> open_files(pid_t pid);
 
 // What a process says about itself, to tell whether it names a file: its arguments, its

@@ -93,6 +93,11 @@ struct SweepStep {
 };
 std::vector<SweepStep> plan_sweep(const RunRecordContent& record, const ProcStatLookup& lookup,
                                   std::vector<pid_t>* spared = nullptr);
+// Windows' sweep (no process groups there): the recorded workers that still run with their recorded
+// start time as this user. A live pid with another start time (reused) or another user's goes to
+// `spared` (reported, never signalled); a record entry without pid or start time is skipped.
+std::vector<RecordedProcess> workers_to_end(const RunRecordContent& record, const ProcStatLookup& lookup,
+                                            std::vector<pid_t>* spared = nullptr);
 // The processes (pid, stat) in group `step.pgid` that started at or after the recorded leader and
 // run as this user.
 std::vector<pid_t> members_to_sweep(const SweepStep& step,
@@ -147,8 +152,8 @@ std::vector<proc::ProcessInfo> dead_run_workers(const std::filesystem::path& fil
 
 // Kills what a dead supervisor's record names and is provably its, returns the pids killed. Linux:
 // plan_sweep's groups and members, then its cgroups. Windows: each recorded worker still alive with
-// its recorded start time (its Job Object died with the supervisor, so this finds one only when the
-// record outlived a supervisor ended some other way).
+// its recorded start time as this user (workers_to_end; its Job Object died with the supervisor, so
+// this finds one only when the record outlived a supervisor ended some other way), the others reported.
 std::vector<pid_t> kill_recorded(const RunRecordContent& record);
 
 }  // namespace ddp::launcher

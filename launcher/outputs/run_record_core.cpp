@@ -120,6 +120,22 @@ std::vector<SweepStep> plan_sweep(const RunRecordContent& record, const ProcStat
   return steps;
 }
 
+std::vector<RecordedProcess> workers_to_end(const RunRecordContent& record, const ProcStatLookup& lookup,
+                                            std::vector<pid_t>* spared) {
+  std::vector<RecordedProcess> out;
+  for (const auto& w : record.workers) {
+    if (w.pid <= 0 || w.start_time == 0) continue;
+    auto st = lookup(w.pid);
+    if (!st) continue;  // gone
+    if (st->start_time != w.start_time || !st->same_user) {
+      if (spared) spared->push_back(w.pid);
+      continue;
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
 std::vector<pid_t> members_to_sweep(const SweepStep& step,
                                     const std::vector<std::pair<pid_t, proc::ProcStat>>& processes) {
   std::vector<pid_t> out;

@@ -7,7 +7,7 @@
 //      name is (absent, or which file: device, inode, size, mtime) and, for a file that already holds
 //      a c10d FileStore log, the cleaner's verdict then (who used it before any rank of this run ran);
 //   2. when a rank fails, notes the regular files the ranks still alive hold open
-//      (platform/proc.hpp's open_files; none on Windows);
+//      (platform/proc.hpp's open_files: /proc on Linux, the handle table on Windows);
 //   3. after the failed attempt's workers are gone, takes each such file that parses as a c10d
 //      FileStore (store/filestore.hpp) and that the ranks used (it changed while they ran, or a rank
 //      had it open, or it vanished: torch's last rank removes the file as it exits), asks the cleaner

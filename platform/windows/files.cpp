@@ -3,6 +3,7 @@
 // clang-format off
 #include <windows.h>
 #include <aclapi.h>
+#include <sddl.h>
 // clang-format on
 
 #include <cstdint>
@@ -47,24 +48,57 @@ ProcessLock lock_for_process_lifetime(const std::filesystem::path&, std::string&
 
 namespace {
 
-// Whether `owner` is this process's user or the Administrators group (the owner of what an elevated
-// process creates); true where this process's user cannot be read.
-bool own_sid(PSID owner) {
-  if (IsWellKnownSid(owner, WinBuiltinAdministratorsSid)) return true;
+// "S-1-5-21-…" for a SID, "" for none.
+std::string sid_text(PSID sid) {
+  if (sid == nullptr || !IsValidSid(sid)) return "";
+  LPWSTR text = nullptr;
+  if (!ConvertSidToStringSidW(sid, &text)) return "";
+  std::string out = win::to_utf8(text);
+  LocalFree(text);
+  return out;
+}
+
+// The owner SID of what `handle` is, as text; "" when unreadable.
+std::string owner_of(HANDLE handle) {
+  PSID owner = nullptr;
+  PSECURITY_DESCRIPTOR descriptor = nullptr;
+  if (GetSecurityInfo(handle, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, nullptr, nullptr, nullptr,
+                      &descriptor) != ERROR_SUCCESS) {
+    return "";
+  }
+  std::string out = sid_text(owner);
+  LocalFree(descriptor);
+  return out;
+}
+
+// Who this process is: its token's user, and whether it is a member of Administrators.
+OwnerPolicy our_policy() {
+  OwnerPolicy policy;
+  policy.admin_owners = {"S-1-5-32-544", "S-1-5-18"};  // Administrators, LocalSystem
   HANDLE token = nullptr;
-  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) return true;
-  win::Handle closer(token);
-  DWORD size = 0;
-  GetTokenInformation(token, TokenUser, nullptr, 0, &size);
-  std::vector<char> buf(size);
-  if (size == 0 || !GetTokenInformation(token, TokenUser, buf.data(), size, &size)) return true;
-  return EqualSid(owner, reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid) != 0;
+  if (OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) {
+    win::Handle closer(token);
+    DWORD size = 0;
+    GetTokenInformation(token, TokenUser, nullptr, 0, &size);
+    std::vector<char> buf(size);
+    if (size != 0 && GetTokenInformation(token, TokenUser, buf.data(), size, &size)) {
+      policy.me = sid_text(reinterpret_cast<TOKEN_USER*>(buf.data())->User.Sid);
+    }
+  }
+  BYTE admins[SECURITY_MAX_SID_SIZE];
+  DWORD admins_size = sizeof admins;
+  BOOL member = FALSE;
+  if (CreateWellKnownSid(WinBuiltinAdministratorsSid, nullptr, admins, &admins_size) &&
+      CheckTokenMembership(nullptr, admins, &member)) {
+    policy.i_am_admin = member != FALSE;
+  }
+  return policy;
 }
 
 }  // namespace
 
 std::optional<std::string> read_own_file(const std::filesystem::path& path) {
-  // FILE_FLAG_OPEN_REPARSE_POINT: a planted link is itself the file, not where it points.
+  // FILE_FLAG_OPEN_REPARSE_POINT: a planted link is itself the file, not where it points (and refused).
   win::Handle file(CreateFileW(path.wstring().c_str(), GENERIC_READ | READ_CONTROL,
                                FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
                                FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
@@ -74,14 +108,19 @@ std::optional<std::string> read_own_file(const std::filesystem::path& path) {
     throw std::system_error(static_cast<int>(error), std::system_category(),
                             "open " + path.string() + ": " + win::error_text(error));
   }
-  PSID owner = nullptr;
-  PSECURITY_DESCRIPTOR descriptor = nullptr;
-  if (GetSecurityInfo(file.get(), SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, nullptr, nullptr, nullptr,
-                      &descriptor) == ERROR_SUCCESS) {
-    const bool mine = owner == nullptr || own_sid(owner);
-    LocalFree(descriptor);
-    if (!mine) throw ForeignFile(path.string() + ": owned by another user: another user may have planted it");
+  BY_HANDLE_FILE_INFORMATION info{};
+  if (!GetFileInformationByHandle(file.get(), &info) || GetFileType(file.get()) != FILE_TYPE_DISK ||
+      (info.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT)) != 0) {
+    throw ForeignFile(path.string() + ": a link or not a regular file, not a file this run wrote");
   }
+  // The directory as it is now, opened without following a link either.
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  win::Handle dir_handle(CreateFileW(dir.wstring().c_str(), READ_CONTROL,
+                                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                                     FILE_FLAG_BACKUP_SEMANTICS, nullptr));
+  const FileOwners owners{owner_of(file.get()), dir_handle ? owner_of(dir_handle.get()) : std::string()};
+  static const OwnerPolicy policy = our_policy();
+  if (auto problem = foreign_owner(path, owners, policy)) throw ForeignFile(*problem);
   std::string text;
   char buf[65536];
   DWORD n = 0;

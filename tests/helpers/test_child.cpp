@@ -10,6 +10,8 @@
 //   hold FILE MS           open FILE for reading and writing (as torch's FileStore does; Windows:
 //                          no delete sharing) and keep it open for MS ms
 //   hold-env NAME MS       the same for the file named by variable NAME (not in our command line)
+//   hold-in DIR NAME MS    the same for DIR/NAME, a path joined here (no argument names the file);
+//                          as rank 0 (RANK=0) it exits 1 after 1 s instead: a rank failing in init
 //   ctrl MS                on Ctrl-C or Ctrl-Break (console events; POSIX: SIGINT, SIGTERM) print
 //                          "got ctrl <signal number>" and exit 42; else sleep MS and exit 0
 //   orphan MODE ARGS...    start `ddp-test-child MODE ARGS...` on its own (no job, group or parent
@@ -21,6 +23,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -137,6 +140,20 @@ int main(int argc, char** argv) {
     sleep_ms(argv[3]);
     return 0;
   }
+  if (mode == "hold-in" && argc > 4) {
+    const auto file = std::filesystem::path(argv[2]) / argv[3];
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "cannot open %s\n", file.string().c_str());
+      return 3;
+    }
+    const char* rank = std::getenv("RANK");
+    const bool fails = rank && std::string(rank) == "0";
+    std::printf("holding %s\n", fails ? "it, failing in 1 s" : "it");
+    std::fflush(stdout);
+    sleep_ms(fails ? "1000" : argv[4]);
+    return fails ? 1 : 0;
+  }
   if (mode == "ctrl" && argc > 2) return ctrl(argv[2]);
   if (mode == "orphan" && argc > 2) return orphan(argc, argv);
   if (mode == "alive") {
@@ -152,6 +169,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | "
-               "tree MS FILE | hold FILE MS | hold-env NAME MS | ctrl MS | orphan MODE ARGS... | alive PID...\n");
+               "tree MS FILE | hold FILE MS | hold-env NAME MS | hold-in DIR NAME MS | ctrl MS | orphan MODE ARGS... | "
+               "alive PID...\n");
   return 2;
 }

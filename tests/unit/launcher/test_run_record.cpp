@@ -160,6 +160,25 @@ TEST_CASE("another user's process is never swept, even with the recorded pid, st
         }).empty());
 }
 
+TEST_CASE("Windows' sweep: only a recorded worker with its start time and this user's token is ended") {
+  // Issue 25, 3.1 on Windows: a planted record naming a live process of another user, or a pid the
+  // OS reused, must not end it, and says so (the old kill_recorded kept them silently).
+  RunRecordContent r;
+  r.supervisor = {100, 100, 5000};
+  r.workers = {worker(200, 200, 6000, 0), worker(201, 201, 6001, 1), worker(202, 202, 6002, 2), worker(203, 203, 0, 3),
+               worker(204, 204, 6004, 4)};
+  std::vector<pid_t> spared;
+  auto end = workers_to_end(r,
+                            procs({{200, stat_of(0, 6000)},         // ours: ended
+                                   {201, stat_of(0, 6001, false)},  // another user's: spared
+                                   {202, stat_of(0, 9999)},         // a reused pid: spared
+                                   {203, stat_of(0, 7000)}}),       // no start time recorded: skipped
+                            &spared);                               // 204: gone
+  REQUIRE(end.size() == 1);
+  CHECK(end[0].pid == 200);
+  CHECK(spared == std::vector<pid_t>{201, 202});
+}
+
 TEST_CASE("dead_run_workers_of: the live workers of a dead supervisor whose record names the file") {
   RunRecordContent r;
   r.supervisor = {100, 100, 5000, -1, -1};
