@@ -5,6 +5,7 @@
 //   stderr TEXT            TEXT on stderr, then exit 0
 //   sleep MS               sleep, then exit 0
 //   env NAME               the variable's value on stdout ("<unset>" when it is not set)
+//   cwd                    the working directory on stdout
 //   tree MS FILE           start a grandchild (`sleep MS`, in our group and job), write
 //                          "<our pid>:<start> <its pid>:<start>" to FILE, then sleep MS
 //   hold FILE MS           open FILE for reading and writing (as torch's FileStore does; Windows:
@@ -21,6 +22,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -124,6 +126,10 @@ int main(int argc, char** argv) {
     std::printf("%s\n", v ? v : "<unset>");
     return 0;
   }
+  if (mode == "cwd") {
+    std::printf("%s\n", std::filesystem::current_path().string().c_str());
+    return 0;
+  }
   if (mode == "tree" && argc > 3) return tree(argv[2], argv[3]);
   if ((mode == "hold" || mode == "hold-env") && argc > 3) {
     const char* file = mode == "hold" ? argv[2] : std::getenv(argv[2]);
@@ -151,7 +157,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | "
+               "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | cwd | "
                "tree MS FILE | hold FILE MS | hold-env NAME MS | ctrl MS | orphan MODE ARGS... | alive PID...\n");
   return 2;
 }
