@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Cross-builds ddp-launch.exe for 64-bit Windows with Debian's mingw-w64 into build-windows/
 # (build-windows/bin/ddp-launch.exe, statically linked: it needs no DLL beside it). The packages
-# come from ./packaging/install-deps.sh. Warnings are errors, as in the ci preset.
+# come from ./packaging/install-deps.sh, the compiled libraries from ./packaging/windows-deps.sh.
+# Warnings are errors, as in the ci preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-windows}
+# yaml-cpp, SQLite and RE2 for mingw-w64 from Debian's source packages, built once into a cache
+# outside the tree (DDP_MINGW_DEPS_DIR; cmake/windows-deps.cmake imports them).
+./packaging/windows-deps.sh
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || ! grep -q "CMAKE_GENERATOR:INTERNAL=Ninja" "$BUILD_DIR/CMakeCache.txt"; then
   rm -rf "$BUILD_DIR"
 fi

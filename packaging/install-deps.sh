@@ -39,6 +39,8 @@ TEST_PACKAGES=(
   dpkg-dev file help2man lintian # the .deb: dpkg-shlibdeps (Depends), man pages from --help, its checks
   slurmctld slurmd slurm-client munge   # Slurm 22.05 for tests/integration/slurm (the tests start it)
   g++-mingw-w64-x86-64-posix wine64     # ddp-launch.exe: cross-built (build-windows.sh), tested under Wine
+  tcl perl unicode-data          # windows-deps.sh: yaml-cpp, SQLite, RE2 for mingw from Debian's sources
+                                 # (apt-get source: dpkg-dev; SQLite's amalgamation: tclsh; RE2's tables)
   chromium fonts-dejavu-core     # the dashboard's browser test (headless, driven by playwright-core)
 )
 PACKAGES=("${DEMO_PACKAGES[@]}")

@@ -2,7 +2,6 @@
 // loss-vs-step chart, one curve per run, as SVG, or as PNG when --out ends in .png (the SVG
 // converted by rsvg-convert, Debian package librsvg2-bin).
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -19,6 +18,7 @@
 #include "common/exit_status.hpp"
 #include "launcher/commands/commands.hpp"
 #include "launcher/outputs/report.hpp"
+#include "platform/host.hpp"
 #include "platform/subprocess.hpp"
 
 namespace fs = std::filesystem;
@@ -60,7 +60,7 @@ bool wants_png(const fs::path& out) {
 void write_png(const fs::path& out, const std::string& svg) {
   constexpr auto kTimeout = std::chrono::seconds(60);
   fs::path tmp = out;
-  tmp += fmt::format(".{}.svg", ::getpid());
+  tmp += fmt::format(".{}.svg", platform::current_pid());
   write_file(tmp, svg);
   auto r = run_command({"rsvg-convert", "--format", "png", "--output", out.string(), tmp.string()}, kTimeout, true);
   std::error_code ec;
@@ -68,7 +68,8 @@ void write_png(const fs::path& out, const std::string& svg) {
   if (!r.started) {
     throw Error(fmt::format(
         "cannot render {} as PNG: rsvg-convert could not be started ({}). Install it (Debian package "
-        "librsvg2-bin: apt-get install librsvg2-bin; packaging/install-deps.sh does) or give --out a .svg name",
+        "librsvg2-bin: apt-get install librsvg2-bin; packaging/install-deps.sh does; on Windows put librsvg's "
+        "rsvg-convert.exe on PATH) or give --out a .svg name",
         out.string(), r.start_error));
   }
   if (!r.ok()) {

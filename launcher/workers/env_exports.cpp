@@ -25,6 +25,13 @@ std::string sh_quote(const std::string& v) {
   return out + "'";
 }
 
+// PowerShell single quotes: everything literal; a ' is doubled.
+std::string powershell_quote(const std::string& v) {
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace
 
 std::vector<EnvExport> env_exports(const EnvExportsInput& in) {
@@ -86,6 +93,37 @@ std::string render_sh_exports(const std::vector<EnvExport>& exports) {
   for (const auto& e : exports) {
     auto assign = fmt::format("{}={}", e.name, sh_quote(e.value));
     out += fmt::format("export {:<{}}  # {}\n", assign, width + 1, e.why);
+  }
+  return out;
+}
+
+std::string render_cmd_exports(const std::vector<EnvExport>& exports) {
+  std::string out;
+  for (const auto& e : exports) {
+    if (e.value.find_first_of("\"%^!\r\n") != std::string::npos) {
+      throw UsageError(
+          fmt::format("{}='{}' cannot be written for cmd.exe (its \", %, ^, ! or line break would be read as syntax); "
+                      "give --shell powershell",
+                      e.name, e.value));
+    }
+    // The comment's < > | & would be redirections or pipes where a batch file parses a rem line.
+    std::string why = e.why;
+    std::replace(why.begin(), why.end(), '<', '(');
+    std::replace(why.begin(), why.end(), '>', ')');
+    std::replace(why.begin(), why.end(), '|', '/');
+    std::replace(why.begin(), why.end(), '&', '+');
+    out += fmt::format("rem {}\nset \"{}={}\"\n", why, e.name, e.value);
+  }
+  return out;
+}
+
+std::string render_powershell_exports(const std::vector<EnvExport>& exports) {
+  std::size_t width = 0;
+  for (const auto& e : exports) width = std::max(width, e.name.size() + powershell_quote(e.value).size());
+  std::string out;
+  for (const auto& e : exports) {
+    auto assign = fmt::format("{} = {}", e.name, powershell_quote(e.value));
+    out += fmt::format("$env:{:<{}}  # {}\n", assign, width + 3, e.why);
   }
   return out;
 }

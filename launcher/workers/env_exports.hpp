@@ -42,4 +42,13 @@ void set_store_address(EnvExportsInput& in, std::string_view address);
 // `export NAME='value'  # why` lines, values quoted for sh/bash/zsh.
 std::string render_sh_exports(const std::vector<EnvExport>& exports);
 
+// cmd.exe: a `rem why` line, then `set "NAME=value"`, for a batch file or, line by line,
+// `for /f "delims=" %l in ('ddp-launch env …') do %l`. A value cmd cannot carry literally (", %,
+// ^, !, a line break) is a ddp::UsageError naming --shell.
+std::string render_cmd_exports(const std::vector<EnvExport>& exports);
+
+// PowerShell: `$env:NAME = 'value'  # why` lines (single quotes: literal), for
+// `ddp-launch env … | Out-String | Invoke-Expression`.
+std::string render_powershell_exports(const std::vector<EnvExport>& exports);
+
 }  // namespace ddp::launcher

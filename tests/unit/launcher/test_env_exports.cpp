@@ -65,6 +65,27 @@ TEST_CASE("env exports render as sh exports, quoted where needed, with a comment
   CHECK(text.find("# odd\n") != std::string::npos);
 }
 
+TEST_CASE("env exports render for cmd.exe: a rem line, then set \"NAME=value\"; cmd syntax in a value is refused") {
+  auto text = render_cmd_exports({{"MASTER_ADDR", "node-1.example", "host"}, {"X", "a b", "keys under /a/<n>/ | & x"}});
+  CHECK(text == "rem host\nset \"MASTER_ADDR=node-1.example\"\nrem keys under /a/(n)/ / + x\nset \"X=a b\"\n");
+  for (std::string bad : {"a\"b", "100%", "a^b", "a!b", "a\nb"}) {
+    try {
+      render_cmd_exports({{"X", bad, "odd"}});
+      FAIL("no error for " << bad);
+    } catch (const ddp::UsageError& e) {
+      CHECK(std::string(e.what()).find("--shell powershell") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("env exports render for PowerShell: $env:NAME = 'value', a ' doubled, with a comment each") {
+  auto text = render_powershell_exports({{"MASTER_ADDR", "node-1.example", "host"}, {"X", "a b'c", "odd"}});
+  CHECK(text.find("$env:MASTER_ADDR = 'node-1.example' ") == 0);
+  CHECK(text.find("$env:X = 'a b''c'") != std::string::npos);
+  CHECK(text.find("# host\n") != std::string::npos);
+  CHECK(text.find("# odd\n") != std::string::npos);
+}
+
 TEST_CASE("bad env input names the flag to fix") {
   EnvExportsInput in;
   in.world_size = 2;
