@@ -75,7 +75,8 @@ class WinDaemon:
 
 def gated_job(name, gate, ranks=2):
     """A job of `ranks` cmd.exe ranks that print their rank and wait for `gate` (at most ~4 min)."""
-    wait = (f"for /L %i in (1,1,240) do @if exist {windows_path(gate)} (exit 0) else (ping -n 2 127.0.0.1 >NUL)")
+    # Wine's cmd.exe runs no `if … (…) else (…)` inside a for body; `if not exist` alone it does.
+    wait = f"for /L %i in (1,1,240) do if not exist {windows_path(gate)} ping -n 2 127.0.0.1 >NUL"
     script = f"echo rank %RANK% of %WORLD_SIZE% & {wait}"
     return (f"name: {name}\ncommand: [cmd.exe, /c, '{script}']\n"
             f"resources: {{nproc_per_node: {ranks}}}\ndistributed: {{shutdown_grace: 2s}}\n")
