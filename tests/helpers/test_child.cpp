@@ -17,6 +17,7 @@
 //                          death tie), print "orphan <its pid>", and exit at once: it is orphaned
 //   alive PID[:START]...   "PID alive" or "PID gone" for each: gone also when the pid now belongs
 //                          to a process started at another time (Wine's tasklist lists nothing)
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <csignal>
@@ -95,6 +96,8 @@ int ctrl(const char* ms) {
     if (!ec) got = signo;
     io.stop();
   });
+  // Windows' StopSignals keeps no work on the loop: without this run_for would return at once.
+  auto busy = boost::asio::make_work_guard(io);
   std::printf("ctrl ready\n");
   std::fflush(stdout);
   io.run_for(std::chrono::milliseconds(std::atol(ms)));
