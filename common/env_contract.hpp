@@ -30,7 +30,7 @@ inline constexpr std::string_view kEnableFileTimer = "TORCHELASTIC_ENABLE_FILE_T
 inline constexpr std::string_view kTimerFile = "TORCHELASTIC_TIMER_FILE";
 
 // Set to 1 unless the user set them: NCCL tears down a hung collective instead of hanging.
-inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HANDLING";  // torch 1.13
+inline constexpr std::string_view kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HANDLING";             // torch 1.13
 inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";  // 2.x
 // Forced to 1 when unset and several ranks share a node (torchrun does the same).
 inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
@@ -60,10 +60,10 @@ inline constexpr std::string_view kLogLevel = "DDP_LOG_LEVEL";  // trace|debug|i
 // `run --store file`: the FileStore file of this attempt (init_method="file://" + this value).
 // Fresh for every attempt; the supervisor removes it after the job.
 inline constexpr std::string_view kFileStorePath = "DDP_FILESTORE_PATH";
-// The rank's heartbeat file (<run_dir>/attempt_<k>/heartbeats/local_rank_<N>): a write, a touch or an open-for-write of it is
-// progress evidence for the hang watchdog (`run --hang-timeout`), seen through inotify, no polling.
-// Python without a package: open(os.environ["DDP_HEARTBEAT_FILE"], "w").close(); C++:
-// ddp::worker::heartbeat() (worker/heartbeat.hpp).
+// The rank's heartbeat file (<run_dir>/attempt_<k>/heartbeats/local_rank_<N>): a write, a touch or an open-for-write of
+// it is progress evidence for the hang watchdog (`run --hang-timeout`), seen through inotify, no polling. Python
+// without a package: open(os.environ["DDP_HEARTBEAT_FILE"], "w").close(); C++: ddp::worker::heartbeat()
+// (worker/heartbeat.hpp).
 inline constexpr std::string_view kHeartbeatFile = "DDP_HEARTBEAT_FILE";
 
 // --- batch policy (`run --global-batch B` or `--per-rank-batch b`), read by the examples/SDK ---
@@ -90,11 +90,11 @@ inline constexpr std::string_view kAbortBacktraceEnd = "ddp-worker: end of backt
 // --- Slurm: read by `ddp-launch run` under srun (slurm/slurm.hpp), never set by us ---
 inline constexpr std::string_view kSlurmPrefix = "SLURM_";
 inline constexpr std::string_view kSlurmJobId = "SLURM_JOB_ID";
-inline constexpr std::string_view kSlurmStepId = "SLURM_STEP_ID";        // only inside an srun step
-inline constexpr std::string_view kSlurmNnodes = "SLURM_NNODES";          // nodes of the step (job in a batch script)
+inline constexpr std::string_view kSlurmStepId = "SLURM_STEP_ID";  // only inside an srun step
+inline constexpr std::string_view kSlurmNnodes = "SLURM_NNODES";   // nodes of the step (job in a batch script)
 inline constexpr std::string_view kSlurmStepNumNodes = "SLURM_STEP_NUM_NODES";
-inline constexpr std::string_view kSlurmNodeId = "SLURM_NODEID";          // this node's index in the step
-inline constexpr std::string_view kSlurmJobNodelist = "SLURM_JOB_NODELIST";  // the whole allocation
+inline constexpr std::string_view kSlurmNodeId = "SLURM_NODEID";               // this node's index in the step
+inline constexpr std::string_view kSlurmJobNodelist = "SLURM_JOB_NODELIST";    // the whole allocation
 inline constexpr std::string_view kSlurmStepNodelist = "SLURM_STEP_NODELIST";  // the step's nodes (may be fewer)
 inline constexpr std::string_view kSlurmNtasks = "SLURM_NTASKS";
 inline constexpr std::string_view kSlurmStepNumTasks = "SLURM_STEP_NUM_TASKS";
@@ -114,5 +114,8 @@ inline constexpr std::string_view kDaemonSocket = "DDP_DAEMON_SOCKET";
 inline constexpr std::string_view kXdgRuntimeDir = "XDG_RUNTIME_DIR";
 inline constexpr std::string_view kXdgStateHome = "XDG_STATE_HOME";
 inline constexpr std::string_view kHome = "HOME";  // ~/.local/state/ddp-launch without XDG_STATE_HOME
+// Windows: %LOCALAPPDATA%\ddp-launch without XDG_STATE_HOME (before HOME, which Wine passes on as
+// a Unix path).
+inline constexpr std::string_view kLocalAppData = "LOCALAPPDATA";
 
 }  // namespace ddp::env

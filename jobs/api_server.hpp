@@ -14,7 +14,6 @@
 // its GET without the body.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <filesystem>
@@ -42,6 +41,9 @@ class ApiServer {
   };
 
   ApiServer(boost::asio::io_context& io, JobManager& jobs, ApiLimits limits = {});
+  // Whether this build serves the API on a unix socket (api_server_unix.cpp; the Windows build has
+  // none: Boost 1.74's Asio has no AF_UNIX on Windows, and its clients use TCP with the token).
+  static bool has_unix_socket();
   void listen_unix(const std::filesystem::path& path);  // creates the socket with mode 0600
   // Returns the bound port (port 0 picks one).
   std::uint16_t listen_tcp(const std::string& host, std::uint16_t port, std::string token);
@@ -49,6 +51,7 @@ class ApiServer {
 
  private:
   void accept_unix();
+  void close_unix();
   void accept_tcp();
   void accept_later(void (ApiServer::*again)());
   void refuse_tcp(boost::asio::ip::tcp::socket& s);
@@ -59,7 +62,8 @@ class ApiServer {
   std::shared_ptr<std::size_t> tcp_open_ = std::make_shared<std::size_t>(0);           // live TCP sessions
   bool tcp_full_logged_ = false;
   boost::asio::steady_timer accept_pause_;
-  std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
+  struct UnixAcceptor;                  // api_server_unix.cpp's
+  std::shared_ptr<UnixAcceptor> unix_;  // shared_ptr: its type is complete only there
   std::optional<boost::asio::ip::tcp::acceptor> tcp_;
   std::optional<dashboard::Gate> gate_;  // with tcp_
   Shared shared_;

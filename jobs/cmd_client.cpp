@@ -22,8 +22,45 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-fs::path socket_of(const std::string& flag) {
-  return flag.empty() ? jobs::default_socket_path(jobs::default_state_dir()) : fs::path(flag);
+// How a client command names its daemon: --socket, or --state-dir (its api.json), or neither (the
+// default socket; in a build without unix sockets, the default state directory's api.json).
+struct DaemonFlags {
+  std::string socket;
+  std::string state_dir;
+};
+
+// The daemon's address as it wrote it to <state-dir>/api.json (daemon_paths.hpp), with the token for TCP.
+jobs::ApiAddress address_in(const fs::path& state_dir) {
+  const auto file = jobs::api_file(state_dir);
+  auto published = jobs::read_api_file(file);
+  if (!published) {
+    throw Error(
+        fmt::format("no ddp-launch daemon has run with the state directory {} (no {}). Start one with "
+                    "`ddp-launch daemon --state-dir {}`, or name another with --state-dir",
+                    state_dir.string(), file.string(), state_dir.string()));
+  }
+  jobs::ApiAddress address;
+  if (published->socket && jobs::ApiServer::has_unix_socket()) {
+    address.socket = *published->socket;
+    return address;
+  }
+  if (!published->tcp) {
+    throw Error(
+        fmt::format("the daemon of {} (pid {}) serves its API on the unix socket {} alone, which this "
+                    "build cannot reach: restart it with --listen 127.0.0.1:PORT",
+                    state_dir.string(), published->pid, published->socket.value_or(fs::path()).string()));
+  }
+  address.host = published->tcp->host;
+  address.port = published->tcp->port;
+  address.token = jobs::read_token(state_dir);
+  return address;
+}
+
+jobs::ApiAddress address_of(const DaemonFlags& flags) {
+  if (!flags.socket.empty()) return jobs::ApiAddress{flags.socket, {}, 0, {}};
+  if (!flags.state_dir.empty()) return address_in(flags.state_dir);
+  if (!jobs::ApiServer::has_unix_socket()) return address_in(jobs::default_state_dir());
+  return jobs::ApiAddress{jobs::default_socket_path(jobs::default_state_dir()), {}, 0, {}};
 }
 
 // A NUL in a message (quoting the user's bytes) as \0: an exception's what() would end there.
@@ -57,16 +94,20 @@ std::string join_gpus(const json& gpus) {
   return out.empty() ? "-" : out;
 }
 
-void add_socket_option(CLI::App* sub, std::string& socket) {
-  sub->add_option("--socket", socket,
-                  "The daemon's unix socket (default: $DDP_DAEMON_SOCKET, "
-                  "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or ~/.local/state/ddp-launch/daemon.sock)");
+void add_socket_option(CLI::App* sub, DaemonFlags& flags) {
+  auto* socket = sub->add_option("--socket", flags.socket,
+                                 "The daemon's unix socket (default: $DDP_DAEMON_SOCKET, "
+                                 "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or ~/.local/state/ddp-launch/daemon.sock)");
+  sub->add_option("--state-dir", flags.state_dir,
+                  "The daemon's state directory: reach it where its api.json says, over TCP with the token "
+                  "kept there when it has no unix socket (the Windows build's default: %LOCALAPPDATA%\\ddp-launch)")
+      ->excludes(socket);
 }
 
 Command add_submit_command(CLI::App& app) {
   auto* sub = app.add_subcommand("submit", "Submit a YAML job file to the daemon; prints the job id");
   auto file = std::make_shared<std::string>();
-  auto socket = std::make_shared<std::string>();
+  auto socket = std::make_shared<DaemonFlags>();
   auto as_json = std::make_shared<bool>(false);
   sub->add_option("FILE", *file, "The job file (schema: jobs/README.md)")->required();
   sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
@@ -85,7 +126,7 @@ Command add_submit_command(CLI::App& app) {
                               "job file is a few KiB): is it the right file?",
                               *file, jobs::kMaxRequestBody));
             }
-            jobs::ApiClient client(socket_of(*socket));
+            jobs::ApiClient client(address_of(*socket));
             auto r = client.request("POST", "/v1/jobs", std::move(text), {{"X-Ddp-File", *file}});
             auto body = checked(r);
             if (*as_json) {
@@ -101,7 +142,7 @@ Command add_submit_command(CLI::App& app) {
 
 Command add_list_command(CLI::App& app) {
   auto* sub = app.add_subcommand("list", "List the daemon's jobs, newest first");
-  auto socket = std::make_shared<std::string>();
+  auto socket = std::make_shared<DaemonFlags>();
   auto state = std::make_shared<std::string>();
   auto limit = std::make_shared<int>(100);
   auto as_json = std::make_shared<bool>(false);
@@ -110,7 +151,7 @@ Command add_list_command(CLI::App& app) {
   sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
   add_socket_option(sub, *socket);
   return {sub, [=]() -> int {
-            jobs::ApiClient client(socket_of(*socket));
+            jobs::ApiClient client(address_of(*socket));
             auto target = fmt::format("/v1/jobs?limit={}", *limit);
             if (!state->empty()) target += "&state=" + *state;
             auto body = checked(client.request("GET", target));
@@ -144,14 +185,14 @@ void print_stragglers(const json& job) {
 
 Command add_status_command(CLI::App& app) {
   auto* sub = app.add_subcommand("status", "Show one job of the daemon");
-  auto socket = std::make_shared<std::string>();
+  auto socket = std::make_shared<DaemonFlags>();
   auto id = std::make_shared<long long>(0);
   auto as_json = std::make_shared<bool>(false);
   sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
   sub->add_flag("--json", *as_json, "Print the daemon's JSON reply");
   add_socket_option(sub, *socket);
   return {sub, [=]() -> int {
-            jobs::ApiClient client(socket_of(*socket));
+            jobs::ApiClient client(address_of(*socket));
             auto j = checked(client.request("GET", fmt::format("/v1/jobs/{}", *id)));
             if (*as_json) {
               std::cout << j.dump(2) << "\n";
@@ -189,7 +230,7 @@ Command add_status_command(CLI::App& app) {
 
 Command add_logs_command(CLI::App& app) {
   auto* sub = app.add_subcommand("logs", "Print a job's log (one rank's stdout by default); -f follows it");
-  auto socket = std::make_shared<std::string>();
+  auto socket = std::make_shared<DaemonFlags>();
   auto id = std::make_shared<long long>(0);
   auto follow = std::make_shared<bool>(false);
   auto rank = std::make_shared<std::string>("0");
@@ -200,7 +241,7 @@ Command add_logs_command(CLI::App& app) {
   sub->add_flag("--stderr", *err, "The rank's stderr instead of its stdout");
   add_socket_option(sub, *socket);
   return {sub, [=]() -> int {
-            jobs::ApiClient client(socket_of(*socket));
+            jobs::ApiClient client(address_of(*socket));
             auto target = fmt::format("/v1/jobs/{}/logs?rank={}&stream={}{}", *id, *rank, *err ? "stderr" : "stdout",
                                       *follow ? "&follow=1" : "");
             auto reply = client.stream(target, [&](std::string_view data) {
@@ -214,12 +255,12 @@ Command add_logs_command(CLI::App& app) {
 
 Command add_cancel_command(CLI::App& app) {
   auto* sub = app.add_subcommand("cancel", "Cancel a job: queued ones are dropped, running ones stopped");
-  auto socket = std::make_shared<std::string>();
+  auto socket = std::make_shared<DaemonFlags>();
   auto id = std::make_shared<long long>(0);
   sub->add_option("ID", *id, "Job id")->required()->check(CLI::PositiveNumber);
   add_socket_option(sub, *socket);
   return {sub, [=]() -> int {
-            jobs::ApiClient client(socket_of(*socket));
+            jobs::ApiClient client(address_of(*socket));
             auto j = checked(client.request("POST", fmt::format("/v1/jobs/{}/cancel", *id)));
             std::cout << fmt::format("job {}: {}\n", j["id"].get<long long>(), j["state"].get<std::string>());
             return 0;
@@ -230,12 +271,12 @@ Command add_cancel_command(CLI::App& app) {
 // 0600: its owner): its TCP address from GET /v1/daemon, a login code from POST /v1/dashboard/login-link.
 Command add_ui_command(CLI::App& app) {
   auto* sub = app.add_subcommand("ui", "Print the web dashboard's login URL of the running daemon (--listen)");
-  auto socket = std::make_shared<std::string>();
+  auto socket = std::make_shared<DaemonFlags>();
   auto open = std::make_shared<bool>(false);
   sub->add_flag("--open", *open, "Also open it in the desktop's browser (xdg-open)");
   add_socket_option(sub, *socket);
   return {sub, [=]() -> int {
-            jobs::ApiClient client(socket_of(*socket));
+            jobs::ApiClient client(address_of(*socket));
             auto daemon = checked(client.request("GET", "/v1/daemon"));
             if (!daemon["tcp"].is_object()) {
               throw Error(fmt::format(

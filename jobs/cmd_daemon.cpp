@@ -4,8 +4,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -26,6 +24,8 @@
 #include "platform/host.hpp"
 #include "platform/proc.hpp"
 #include "platform/service.hpp"
+#include "platform/signal_numbers.hpp"
+#include "platform/stop_signals.hpp"
 
 namespace ddp::cli {
 
@@ -114,14 +114,17 @@ jobs::DaemonConfig daemon_config(const DaemonArgs& a, const fs::path& state_dir)
 
 // --listen HOST:PORT: serves the API there too; returns " tcp=HOST:PORT" (the bound port) for
 // the ready line.
-std::string listen_tcp(jobs::ApiServer& server, const std::string& listen, const std::string& token) {
+std::string listen_tcp(jobs::ApiServer& server, const std::string& listen, const std::string& token,
+                       std::optional<jobs::TcpAddress>& address) {
   auto parsed = net::parse_host_port(listen, {.min_port = 0});
   if (!parsed.value) throw UsageError(fmt::format("--listen '{}': {}; give HOST:PORT", listen, parsed.problem));
   auto bound = server.listen_tcp(parsed.value->host, *parsed.value->port, token);
+  address = jobs::TcpAddress{parsed.value->host, bound};
   return fmt::format(" tcp={}:{}", listen.substr(0, listen.rfind(':')), bound);
 }
 
-// Runs the loop until SIGINT/SIGTERM (or loop.stop).
+// Runs the loop until SIGINT/SIGTERM (Windows: Ctrl-C, Ctrl-Break or platform::request_stop), or
+// loop.stop (the service manager's stop).
 void serve(DaemonLoop& loop, jobs::ApiServer& server) {
   auto& io = loop.io;
   loop.stop = [&](const std::string& why) {
@@ -130,8 +133,10 @@ void serve(DaemonLoop& loop, jobs::ApiServer& server) {
     server.stop();
     io.stop();
   };
-  boost::asio::signal_set stop(io, SIGINT, SIGTERM);
-  stop.async_wait([&](boost::system::error_code ec2, int signo) {
+  platform::StopSignals stop(io);
+  stop.add(sig::kInt);
+  stop.add(sig::kTerm);
+  stop.async_wait([&](const boost::system::error_code& ec2, int signo) {
     if (!ec2) loop.stop(fmt::format("received signal {}", signo));
   });
   for (;;) {
@@ -150,7 +155,8 @@ void add_daemon_options(CLI::App* sub, DaemonArgs& a) {
                   "$XDG_STATE_HOME/ddp-launch or ~/.local/state/ddp-launch)");
   sub->add_option("--socket", a.socket,
                   "Unix socket of the API, mode 0600 (default: $DDP_DAEMON_SOCKET, "
-                  "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or <state-dir>/daemon.sock)");
+                  "$XDG_RUNTIME_DIR/ddp-launch/daemon.sock or <state-dir>/daemon.sock; the Windows build has "
+                  "none: its API is on loopback TCP, 127.0.0.1 on a free port unless --listen says, with the token)");
   sub->add_option("--listen", a.listen,
                   "Also serve the API and the web dashboard on TCP HOST:PORT; every request needs the "
                   "token in <state-dir>/token (a bearer header, or the browser's login: `ddp-launch ui`)");
@@ -186,7 +192,7 @@ int run_daemon(const DaemonArgs& a, DaemonLoop& loop) {
 
   auto config = daemon_config(a, state_dir);
 
-  std::signal(SIGPIPE, SIG_IGN);
+  platform::ignore_broken_pipes();
   // One descriptor per client, per followed log, per job: the soft limit goes up to the hard one,
   // and TCP clients get a share of it that leaves the unix socket and the jobs theirs.
   auto open_files = proc::raise_open_file_limit();
@@ -198,15 +204,22 @@ int run_daemon(const DaemonArgs& a, DaemonLoop& loop) {
   auto& manager = daemon.jobs;
   jobs::ApiServer server(io, manager, limits);
   manager.recover();
+  // Without a unix socket (the Windows build) the API is on loopback TCP at least, with the token.
+  const bool on_unix = jobs::ApiServer::has_unix_socket() || !a.socket.empty();
   fs::path socket = a.socket.empty() ? jobs::default_socket_path(state_dir) : fs::path(a.socket);
-  server.listen_unix(socket);
-  std::string tcp = a.listen.empty() ? "" : listen_tcp(server, a.listen, token);
+  if (on_unix) server.listen_unix(socket);
+  const std::string listen = a.listen.empty() && !on_unix ? "127.0.0.1:0" : a.listen;
+  std::optional<jobs::TcpAddress> bound;
+  std::string tcp = listen.empty() ? "" : listen_tcp(server, listen, token, bound);
+  // Where clients given only --state-dir find it (a Windows client always).
+  jobs::write_api_file(jobs::api_file(state_dir),
+                       {platform::current_pid(), on_unix ? std::optional<fs::path>(socket) : std::nullopt, bound});
   spdlog::info("daemon ready: {} slots, {} GPUs, state in {}", config.inventory.slots,
                config.inventory.gpu_indices.size(), state_dir.string());
   // The token stays out of the log (it may go to a journal others read): `ui` prints the login URL.
   if (!tcp.empty()) spdlog::info("web dashboard on http://{}/ (`ddp-launch ui` prints its login URL)", tcp.substr(5));
   // One line on stdout for scripts and tests: where to reach it.
-  std::cout << "listening unix=" << socket.string() << tcp << std::endl;
+  std::cout << "listening" << (on_unix ? " unix=" + socket.string() : "") << tcp << std::endl;
 
   serve(loop, server);
   return 0;

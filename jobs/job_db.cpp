@@ -142,7 +142,9 @@ PRAGMA user_version = 4;
 }  // namespace
 
 JobDb::JobDb(const std::filesystem::path& path) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+  const auto u8 = path.u8string();  // SQLite takes UTF-8 names (Windows' paths are UTF-16)
+  const std::string name(reinterpret_cast<const char*>(u8.data()), u8.size());
+  if (sqlite3_open_v2(name.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);

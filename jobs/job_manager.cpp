@@ -1,7 +1,6 @@
 #include "jobs/job_manager.hpp"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,6 +13,9 @@
 #include "common/user_regex.hpp"
 #include "jobs/run_logs.hpp"
 #include "jobs/run_outcome.hpp"
+#include "platform/detached_process.hpp"
+#include "platform/host.hpp"
+#include "platform/signal_numbers.hpp"
 
 namespace ddp::jobs {
 
@@ -221,7 +223,7 @@ void JobManager::launch(Job& job, const Placement& placement) {
 void JobManager::on_run_started(JobId id, int run, const RunHandle& handle) {
   // Test builds only: a kill -9 at the worst moment, the supervisor started and its pid not yet committed.
   if constexpr (kFaultInjectionBuilt) {
-    if (kill_after_spawn_) ::raise(SIGKILL);
+    if (kill_after_spawn_) platform::signal_process(platform::current_pid(), sig::kKill);
   }
   auto& j = find(id);
   auto& executor = executor_of(j);

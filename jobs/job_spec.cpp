@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <tuple>
 
@@ -447,7 +448,7 @@ void read_shell(Reader& r, const YAML::Node& n, JobSpec& spec) {
 
 void read_workdir(Reader& r, const YAML::Node& n, JobSpec& spec) {
   if (auto v = r.string(n, "workdir", "an absolute directory path")) {
-    if (v->empty() || (*v)[0] != '/') {
+    if (v->empty() || !std::filesystem::path(*v).is_absolute()) {  // Windows: with its drive, C:\\work
       r.problem(n, fmt::format("workdir must be an absolute path, not '{}'", *v));
     } else {
       spec.workdir = *v;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <utility>
 
 #include "common/error.hpp"
@@ -29,22 +28,17 @@ std::optional<std::uint64_t> process_start_time(pid_t pid) {
 
 std::optional<RunHandle> find_supervisor(const std::filesystem::path& events_path) {
   const std::string events = events_path.string();
-  // Session leaders whose argv holds `--events <events_path>`: the supervisor, and its guardian
-  // (forked from it, same argv, setsid()); the guardian is the one whose parent is a match too.
+  // Processes whose argv holds `--events <events_path>`: the supervisor and, on POSIX, its guardian
+  // (forked from it, same argv, setsid()); the guardian is the one whose parent is a match too. On
+  // POSIX the supervisor leads its session; Windows has no session to read (0).
   std::vector<std::pair<pid_t, proc::ProcStat>> matches;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const auto pid = static_cast<pid_t>(std::stol(name));
-    auto st = proc::read_proc_stat(pid);
-    if (!st || st->sid != pid) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::vector<std::string> argv;
-    for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+  for (const auto& p : proc::process_texts()) {
     bool match = false;
-    for (std::size_t i = 0; i + 1 < argv.size() && !match; ++i) match = argv[i] == "--events" && argv[i + 1] == events;
-    if (match) matches.emplace_back(pid, *st);
+    for (std::size_t i = 0; i + 1 < p.argv.size() && !match; ++i)
+      match = p.argv[i] == "--events" && p.argv[i + 1] == events;
+    if (!match) continue;
+    auto st = proc::read_proc_stat(p.pid);
+    if (st && (st->sid == p.pid || st->sid == 0)) matches.emplace_back(p.pid, *st);
   }
   for (const auto& [pid, st] : matches) {
     bool parent_matches = false;

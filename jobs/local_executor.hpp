@@ -21,10 +21,12 @@ namespace ddp::jobs {
 // `output_file`); throws ddp::Error naming what failed.
 pid_t spawn_supervisor(const platform::DetachedSpawn& request);
 
-// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or nullopt if gone.
+// The process's start time (platform/proc.hpp's read_proc_stat: Linux /proc/<pid>/stat's field 22,
+// Windows its creation time), or nullopt if gone.
 std::optional<std::uint64_t> process_start_time(pid_t pid);
 
-// The live supervisor started with `--events <events_path>`, found in /proc: the session leader
+// The live supervisor started with `--events <events_path>`, found among the processes
+// (proc::process_texts): on Linux the session leader
 // (spawn_supervisor's setsid; its forked guardian shares the command line, not the session) whose
 // argv holds that pair. For a daemon killed between the spawn and recording the pid: exec has
 // happened when posix_spawn returns, so the command line is there from the start, unlike the

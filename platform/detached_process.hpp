@@ -5,8 +5,11 @@
 // POSIX (Linux): posix_spawn in a session of its own (signals meant for the daemon do not reach it,
 // and it lives on when the daemon dies), no descriptor of ours above stderr; followed through a
 // pidfd (readable when it exits, child or not; a recycled pid never gets its signals).
-// Windows: not yet (the daemon is Linux-only for now, issue 27): spawn_detached fails naming that,
-// and no process can be followed.
+// Windows: spawn.hpp's spawn_process, in a Job Object that does not end with us (no
+// KILL_ON_JOB_CLOSE), a new process group and a hidden console of its own (closing ours does not
+// reach it), output appended to the file; followed through a process handle (which keeps its pid
+// from being reused); SIGTERM is stop_signals.hpp's request_stop (a named event the supervisor
+// waits on), SIGKILL TerminateProcess (its ranks' KILL_ON_JOB_CLOSE jobs end with it).
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <functional>
@@ -36,7 +39,8 @@ struct ProcessEnd {
   int signal = 0;
 };
 
-// Waits for our child `pid` to end and reaps it (POSIX waitpid); nullopt when it is not our child.
+// Waits for our child `pid` to end and reaps it (POSIX waitpid; Windows: its exit code from the
+// handle spawn_detached kept, our TerminateProcess told as SIGKILL); nullopt when it is not our child.
 std::optional<ProcessEnd> reap_child(pid_t pid);
 
 // A live process as something the loop can wait on, whose pid cannot be recycled while it is open.

@@ -37,9 +37,6 @@ class FileWatch {
   // cb(name) runs on the loop for each entry of directory `dir` that was created, written, closed
   // after writing or touched: once per entry per batch of events.
   std::optional<int> watch_directory(const std::filesystem::path& dir, EntryCallback cb);
-  // The same with the OS's own event mask (Linux: inotify's IN_* bits; Linux-only callers). Windows:
-  // the mask is ignored (every change).
-  std::optional<int> watch_directory(const std::filesystem::path& dir, std::uint32_t native_mask, EntryCallback cb);
   void unwatch(int token);
 
   struct Impl;

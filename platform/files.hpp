@@ -19,8 +19,8 @@ std::filesystem::path make_unique_directory(const std::filesystem::path& parent,
 bool write_private_file(const std::filesystem::path& path, const std::string& content, std::string& error);
 
 // An exclusive lock on `path` (created 0600), held until the process ends: one holder per file
-// (POSIX: flock(LOCK_EX|LOCK_NB), and our pid written into it). Windows: not yet (the job daemon is
-// Linux-only for now, issue 27): Failed.
+// (POSIX: flock(LOCK_EX|LOCK_NB); Windows: LockFileEx on a byte past the content, so that the pid
+// stays readable through Windows' mandatory locks), and our pid written into it.
 enum class ProcessLock { Held, Busy, Failed };
 ProcessLock lock_for_process_lifetime(const std::filesystem::path& path, std::string& error);
 

@@ -20,6 +20,7 @@
 // (PROC_THREAD_ATTRIBUTE_HANDLE_LIST): another rank's pipe never leaks into a sibling.
 #include <sys/types.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,9 +41,13 @@ struct SpawnRequest {
   // CPUs the child may run on (POSIX: sched_setaffinity before the exec; Windows: the job's
   // affinity, CPUs 0..63); empty: inherited.
   std::vector<int> cpu_affinity;
-  bool new_session = true;      // its own group (POSIX: setsid(); Windows: a new console process group)
-  bool die_with_parent = true;  // POSIX: PR_SET_PDEATHSIG SIGKILL, exits 127 at once if the parent is gone
-                                // already; Windows: the job's KILL_ON_JOB_CLOSE
+  bool new_session = true;        // its own group (POSIX: setsid(); Windows: a new console process group)
+  bool die_with_parent = true;    // POSIX: PR_SET_PDEATHSIG SIGKILL, exits 127 at once if the parent is gone
+                                  // already; Windows: the job's KILL_ON_JOB_CLOSE
+  std::filesystem::path workdir;  // where it starts (POSIX: chdir before the exec); empty: ours
+  // Windows: a console of its own without a window (CREATE_NO_WINDOW), not ours: closing our console
+  // does not reach it (what new_session's setsid gives on POSIX). POSIX: nothing more to do.
+  bool own_console = false;
 };
 
 // A started child: its pid and, on Windows, its process and Job Object handles (closing the last

@@ -1,10 +1,10 @@
 #pragma once
 // The ranks' heartbeat files: <run_dir>/attempt_<k>/heartbeats/local_rank_<N>, one per local rank, named to
 // each worker in $DDP_HEARTBEAT_FILE. A write, a touch or a close after opening one for writing is
-// progress evidence for the hang watchdog, seen through inotify on the supervisor's loop (one watch
-// on the directory): no polling, no wake-up while nobody writes (heartbeat_watch_linux.cpp). The
-// Windows build does not watch them (heartbeat_watch_windows.cpp): heartbeats are off there and
-// output lines alone count as progress.
+// progress evidence for the hang watchdog, seen through one platform::FileWatch on the directory
+// (heartbeat_watch.cpp): on Linux inotify (no polling, no wake-up while nobody writes); on Windows
+// its bounded polling (every 100 ms), which sees writes and touches (a changed size or write time)
+// but not a close without a write.
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <functional>

@@ -90,13 +90,10 @@ std::optional<int> FileWatch::watch(const std::filesystem::path& path, Callback 
   return impl_->add(path, IN_MODIFY | IN_CLOSE_WRITE, [cb = std::move(cb)](const std::string&) { cb(); });
 }
 
+// IN_CREATE: the first open of a new file; IN_MODIFY: a write to a file kept open; IN_CLOSE_WRITE:
+// open(…, "w").close(); IN_ATTRIB: a touch.
 std::optional<int> FileWatch::watch_directory(const std::filesystem::path& dir, EntryCallback cb) {
-  return watch_directory(dir, IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB, std::move(cb));
-}
-
-std::optional<int> FileWatch::watch_directory(const std::filesystem::path& dir, std::uint32_t native_mask,
-                                              EntryCallback cb) {
-  return impl_->add(dir, native_mask | IN_ONLYDIR, std::move(cb));
+  return impl_->add(dir, IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR, std::move(cb));
 }
 
 void FileWatch::unwatch(int token) {

@@ -51,6 +51,7 @@ int child_main(void* arg) {
       ::sigaction(s, &sa, nullptr);
     }
   }
+  if (!r.workdir.empty() && ::chdir(r.workdir.c_str()) != 0) fail(c, "chdir");
   if (!r.cpu_affinity.empty()) {
     cpu_set_t cpus;  // on this stack: no allocation in the child
     CPU_ZERO(&cpus);

@@ -33,6 +33,8 @@ void StopSignals::cancel() {
   impl_->set.cancel(ec);
 }
 
+bool request_stop(pid_t pid) { return pid > 0 && ::kill(pid, SIGTERM) == 0; }
+
 void ignore_broken_pipes() { std::signal(SIGPIPE, SIG_IGN); }
 
 }  // namespace ddp::platform

@@ -125,10 +125,6 @@ std::optional<int> FileWatch::watch_directory(const fs::path& dir, EntryCallback
   return impl_->add(dir, true, std::move(cb));
 }
 
-std::optional<int> FileWatch::watch_directory(const fs::path& dir, std::uint32_t, EntryCallback cb) {
-  return impl_->add(dir, true, std::move(cb));
-}
-
 void FileWatch::unwatch(int token) { impl_->watched.erase(token); }
 
 }  // namespace ddp::platform

@@ -41,9 +41,36 @@ bool write_private_file(const std::filesystem::path& path, const std::string& co
   return static_cast<bool>(out);
 }
 
-ProcessLock lock_for_process_lifetime(const std::filesystem::path&, std::string& error) {
-  error = "the job daemon is not on Windows yet (issue 27)";
-  return ProcessLock::Failed;
+ProcessLock lock_for_process_lifetime(const std::filesystem::path& path, std::string& error) {
+  // Others may open it (to read the pid that names the holder, to try the lock themselves); the
+  // lock is what tells a second daemon no. The handle is not inherited, and is never
+  // closed: the kernel releases the lock when this process ends, however it ends.
+  HANDLE h = CreateFileW(path.wstring().c_str(), GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                         nullptr, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) {
+    const DWORD code = GetLastError();
+    if (code == ERROR_SHARING_VIOLATION) return ProcessLock::Busy;
+    error = win::error_text(code);
+    return ProcessLock::Failed;
+  }
+  // The lock is on one byte at 4 GiB, past any content: Windows' locks are mandatory, and one on
+  // the pid itself would keep a second daemon from reading whose the lock is.
+  OVERLAPPED at{};
+  at.OffsetHigh = 1;
+  if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &at)) {
+    const DWORD code = GetLastError();
+    CloseHandle(h);
+    if (code == ERROR_LOCK_VIOLATION || code == ERROR_IO_PENDING) return ProcessLock::Busy;
+    error = win::error_text(code);
+    return ProcessLock::Failed;
+  }
+  const auto text = std::to_string(GetCurrentProcessId()) + "\n";
+  DWORD written = 0;
+  if (SetFilePointer(h, 0, nullptr, FILE_BEGIN) == INVALID_SET_FILE_POINTER || !SetEndOfFile(h) ||
+      !WriteFile(h, text.data(), static_cast<DWORD>(text.size()), &written, nullptr) || written != text.size()) {
+    error = "cannot record our pid in it: " + win::error_text();
+  }
+  return ProcessLock::Held;  // h stays open (and locked) for the life of the process
 }
 
 namespace {

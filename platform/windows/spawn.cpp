@@ -163,9 +163,11 @@ SpawnResult spawn_process(const SpawnRequest& request) {
   std::wstring env = environment_block(request.env);
   DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT;
   if (request.new_session) flags |= CREATE_NEW_PROCESS_GROUP;
+  if (request.own_console) flags |= CREATE_NO_WINDOW;
+  const std::wstring workdir = request.workdir.wstring();
   PROCESS_INFORMATION pi{};
-  if (!CreateProcessW(program.c_str(), line.data(), nullptr, nullptr, TRUE, flags, env.data(), nullptr, &si.StartupInfo,
-                      &pi)) {
+  if (!CreateProcessW(program.c_str(), line.data(), nullptr, nullptr, TRUE, flags, env.data(),
+                      workdir.empty() ? nullptr : workdir.c_str(), &si.StartupInfo, &pi)) {
     return failed("CreateProcess");
   }
   Handle process(pi.hProcess);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,9 +52,8 @@ int signal_of(DWORD event) {
   }
 }
 
-BOOL WINAPI on_console_event(DWORD event) {
-  const int signo = signal_of(event);
-  if (!signo) return FALSE;
+// Posts `signo` to every StopSignals' loop; false when none listens.
+bool deliver(int signo) {
   bool delivered = false;
   {
     std::lock_guard lock(registry_mu);
@@ -64,7 +64,26 @@ BOOL WINAPI on_console_event(DWORD event) {
       boost::asio::post(impl->io, [impl, signo] { impl->arrived(signo); });
     }
   }
-  return delivered ? TRUE : FALSE;  // FALSE: the default handler ends the process
+  return delivered;
+}
+
+BOOL WINAPI on_console_event(DWORD event) {
+  const int signo = signal_of(event);
+  if (!signo) return FALSE;
+  return deliver(signo) ? TRUE : FALSE;  // FALSE: the default handler ends the process
+}
+
+std::wstring stop_event_name(pid_t pid) { return L"Local\\ddp-launch-stop-" + std::to_wstring(pid); }
+
+// request_stop's event for this process, made at the first StopSignals that wants SIGTERM, and
+// waited on by the thread pool for the rest of the process (auto-reset: each set is one SIGTERM).
+void listen_for_stop_requests() {
+  HANDLE event =
+      CreateEventW(nullptr, FALSE, FALSE, stop_event_name(static_cast<pid_t>(GetCurrentProcessId())).c_str());
+  if (!event) return;  // stops come by console events alone
+  HANDLE wait = nullptr;
+  RegisterWaitForSingleObject(
+      &wait, event, [](PVOID, BOOLEAN) { deliver(sig::kTerm); }, nullptr, INFINITE, WT_EXECUTEDEFAULT);
 }
 
 }  // namespace
@@ -88,6 +107,7 @@ bool StopSignals::add(int signo) {
     if (!registry) {
       registry = new std::vector<std::weak_ptr<Impl>>();
       SetConsoleCtrlHandler(on_console_event, TRUE);
+      listen_for_stop_requests();
     }
     // A console process started in a new process group ignores Ctrl-C until it asks for it.
     SetConsoleCtrlHandler(nullptr, FALSE);
@@ -111,6 +131,15 @@ void StopSignals::cancel() {
   if (auto h = std::exchange(impl_->waiting, nullptr)) {
     boost::asio::post(impl_->io, [h = std::move(h)] { h(boost::asio::error::operation_aborted, 0); });
   }
+}
+
+bool request_stop(pid_t pid) {
+  if (pid <= 0) return false;
+  HANDLE event = OpenEventW(EVENT_MODIFY_STATE, FALSE, stop_event_name(pid).c_str());
+  if (!event) return false;
+  const bool set = SetEvent(event);
+  CloseHandle(event);
+  return set;
 }
 
 void ignore_broken_pipes() {}

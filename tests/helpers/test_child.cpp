@@ -5,6 +5,7 @@
 //   stderr TEXT            TEXT on stderr, then exit 0
 //   sleep MS               sleep, then exit 0
 //   env NAME               the variable's value on stdout ("<unset>" when it is not set)
+//   cwd                    the working directory on stdout
 //   tree MS FILE           start a grandchild (`sleep MS`, in our group and job), write
 //                          "<our pid>:<start> <its pid>:<start>" to FILE, then sleep MS
 //   hold FILE MS           open FILE for reading and writing (as torch's FileStore does; Windows:
@@ -18,6 +19,7 @@
 //                          death tie), print "orphan <its pid>", and exit at once: it is orphaned
 //   alive PID[:START]...   "PID alive" or "PID gone" for each: gone also when the pid now belongs
 //                          to a process started at another time (Wine's tasklist lists nothing)
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <csignal>
@@ -96,6 +98,8 @@ int ctrl(const char* ms) {
     if (!ec) got = signo;
     io.stop();
   });
+  // Windows' StopSignals keeps no work on the loop: without this run_for would return at once.
+  auto busy = boost::asio::make_work_guard(io);
   std::printf("ctrl ready\n");
   std::fflush(stdout);
   io.run_for(std::chrono::milliseconds(std::atol(ms)));
@@ -125,6 +129,10 @@ int main(int argc, char** argv) {
   if (mode == "env" && argc > 2) {
     const char* v = std::getenv(argv[2]);
     std::printf("%s\n", v ? v : "<unset>");
+    return 0;
+  }
+  if (mode == "cwd") {
+    std::printf("%s\n", std::filesystem::current_path().string().c_str());
     return 0;
   }
   if (mode == "tree" && argc > 3) return tree(argv[2], argv[3]);
@@ -168,7 +176,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | "
+               "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | cwd | "
                "tree MS FILE | hold FILE MS | hold-env NAME MS | hold-in DIR NAME MS | ctrl MS | orphan MODE ARGS... | "
                "alive PID...\n");
   return 2;

@@ -1,0 +1,12 @@
+// The Windows build's commands without the job layer (DDP_WINDOWS_JOBS=OFF, until jobs/ compiles
+// there whole: docs/windows.md); windows_commands.cpp is the set with it.
+#include "app/commands.hpp"
+
+namespace ddp::app {
+
+std::vector<cli::Command> add_commands(CLI::App& app) {
+  return {cli::add_store_command(app),  cli::add_clean_command(app),  cli::add_run_command(app),
+          cli::add_doctor_command(app), cli::add_report_command(app), cli::add_env_command(app)};
+}
+
+}  // namespace ddp::app
