@@ -148,11 +148,42 @@ struct GroupStopping {
   DDP_EVENT_FIELDS(field("attempt", self.attempt); field("signal", self.signal);)
 };
 
+// The restart budget's decision (launcher/supervisor/restart_budget.hpp): whether the failed attempt
+// made progress (its checkpoint file's iteration or step), what is left of --max-restarts.
 struct Restarting {
   static constexpr std::string_view kType = "restarting";
   int attempt = 0, failed_attempt = 0;
+  bool progress = false;                     // the failed attempt advanced the checkpoint / step
+  std::optional<std::int64_t> checkpoint{};  // the iteration it reached (--checkpoint-file)
+  std::optional<double> step{};              // the highest step it reported
+  int no_progress_restarts = 0;              // failures without progress in a row, this one included
+  std::optional<int> restarts_left{};        // under --max-restarts; null: a membership change, not charged
+  double delay_s = 0;                        // the wait before the attempt (back-off, --min-restart-interval)
   bool operator==(const Restarting&) const = default;
-  DDP_EVENT_FIELDS(field("attempt", self.attempt); field.added("failed_attempt", self.failed_attempt);)
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field.added("failed_attempt", self.failed_attempt);
+                   field.added("progress", self.progress); field.added("checkpoint", self.checkpoint);
+                   field.added("step", self.step); field.added("no_progress_restarts", self.no_progress_restarts);
+                   field.added("restarts_left", self.restarts_left); field.added("delay_s", self.delay_s);)
+};
+
+// Where a restart's time went (launcher/supervisor/restart_timeline.hpp): each phase's time,
+// seconds since the epoch, null when not observed (gpu_released: no NVML health gate; store_reached:
+// not our store). Written at the new attempt's first progress, or when it ended before any.
+struct RestartTimeline {
+  static constexpr std::string_view kType = "restart_timeline";
+  int attempt = 0, failed_attempt = 0;
+  double failure_seen = 0;
+  std::optional<double> group_stopped{}, gpu_released{}, spawn_began{}, spawned{}, interpreter_ready{}, store_reached{},
+      first_progress{};
+  std::optional<double> back_in_s{};  // first_progress - failure_seen
+  std::string summary;                // "back to training in 0.42 s: stop 0.02, …"
+  bool operator==(const RestartTimeline&) const = default;
+  DDP_EVENT_FIELDS(field("attempt", self.attempt); field("failed_attempt", self.failed_attempt);
+                   field("failure_seen", self.failure_seen); field("group_stopped", self.group_stopped);
+                   field("gpu_released", self.gpu_released); field("spawn_began", self.spawn_began);
+                   field("spawned", self.spawned); field("interpreter_ready", self.interpreter_ready);
+                   field("store_reached", self.store_reached); field("first_progress", self.first_progress);
+                   field("back_in_s", self.back_in_s); field("summary", self.summary);)
 };
 
 struct Finished {
@@ -160,9 +191,13 @@ struct Finished {
   int exit_code = 0;
   std::string state;  // the group's final state: SUCCEEDED | FAILED | INTERRUPTED
   int attempts = 0, restarts = 0;
+  // Why a failed job was not restarted again: max_restarts (exit 1) | no_progress (exit 3,
+  // --max-no-progress-restarts); null otherwise.
+  std::optional<std::string> gave_up{};
   bool operator==(const Finished&) const = default;
   DDP_EVENT_FIELDS(field("exit_code", self.exit_code); field("state", self.state);
-                   field.added("attempts", self.attempts); field.added("restarts", self.restarts);)
+                   field.added("attempts", self.attempts); field.added("restarts", self.restarts);
+                   field.added("gave_up", self.gave_up);)
 };
 
 struct RendezvousTimeout {
@@ -280,10 +315,10 @@ struct Unknown {
   bool operator==(const Unknown&) const = default;
 };
 
-using Payload =
-    std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
-                 FilestoreCleaned, FilestoreFound, RankStarted, RankExited, GroupStopping, Restarting, Finished,
-                 RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired, HangDetected, WriteFailed, Unknown>;
+using Payload = std::variant<Started, SweptPredecessor, RoundEnded, RendezvousClosed, NodeLost, RendezvousComplete,
+                             FilestoreCleaned, FilestoreFound, RankStarted, RankExited, GroupStopping, Restarting,
+                             Finished, RendezvousTimeout, RootCause, GpuSample, GpuLowUtil, Straggler, TimerExpired,
+                             HangDetected, WriteFailed, RestartTimeline, Unknown>;
 
 // One line of the stream.
 struct Event {

@@ -20,6 +20,14 @@ struct Memory {
   unsigned long long free;
   unsigned long long used;
 };
+// nvmlProcessInfo_t of the _v2/_v3 calls (nvml.h since CUDA 11): pid, used memory, MIG instance ids.
+struct ProcessInfo {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
+constexpr int kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 }  // namespace
 
 struct Nvml::Api {
@@ -30,6 +38,7 @@ struct Nvml::Api {
   int (*by_uuid)(const char*, Device*) = nullptr;
   int (*utilization)(Device, Utilization*) = nullptr;
   int (*memory)(Device, Memory*) = nullptr;
+  int (*compute_processes)(Device, unsigned*, ProcessInfo*) = nullptr;
   const char* (*error_string)(int) = nullptr;
 
   std::string error(const char* call, int rc) const {
@@ -70,6 +79,8 @@ std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
   sym(api->utilization, "nvmlDeviceGetUtilizationRates");
   sym(api->memory, "nvmlDeviceGetMemoryInfo");
   sym(api->error_string, "nvmlErrorString");
+  sym(api->compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (!api->compute_processes) sym(api->compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
   if (!init || !api->shutdown || !api->count) {
     why_not = fmt::format("{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlShutdown", name);
     platform::close_library(lib);
@@ -125,7 +136,22 @@ std::optional<DeviceSample> Nvml::sample(const std::string& device, std::string&
     why_not = api_->error("nvmlDeviceGetMemoryInfo", rc);
     return std::nullopt;
   }
-  return DeviceSample{u.gpu, m.used, m.total};
+  DeviceSample sample{u.gpu, m.used, m.total};
+  if (api_->compute_processes) {
+    std::vector<ProcessInfo> infos(256);
+    auto n = static_cast<unsigned>(infos.size());
+    int rc = api_->compute_processes(handle, &n, infos.data());
+    if (rc == kInsufficientSize && n > infos.size()) {  // more contexts than guessed: ask again with room
+      infos.resize(n + 16);
+      n = static_cast<unsigned>(infos.size());
+      rc = api_->compute_processes(handle, &n, infos.data());
+    }
+    if (rc == 0) {
+      sample.compute_pids.emplace();
+      for (unsigned i = 0; i < n && i < infos.size(); ++i) sample.compute_pids->push_back(infos[i].pid);
+    }
+  }
+  return sample;
 }
 
 GpuCount count_gpus() {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddp::gpu {
 
@@ -27,6 +28,9 @@ struct DeviceSample {
   unsigned util_percent = 0;  // GPU utilisation over the driver's last sample period
   unsigned long long mem_used_bytes = 0;
   unsigned long long mem_total_bytes = 0;
+  // The pids with a compute context on it (nvmlDeviceGetComputeRunningProcesses; the host's pids,
+  // which in a container are not the ones we see); nullopt when this NVML cannot list them.
+  std::optional<std::vector<unsigned>> compute_pids{};
 };
 
 // An initialised NVML, kept open for repeated samples (nvmlShutdown and dlclose on destruction).

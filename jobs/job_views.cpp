@@ -106,6 +106,11 @@ json JobViews::to_json(const ManagedJob& job, bool detail) const {
          {"nodes", job.spec.resources.nodes},
          {"executor", job.spec.executor}};
   if (!r.external_id.empty()) j["slurm_job_id"] = r.external_id;
+  // The current run's restart budget, once its supervisor restarted (its `restarting` events).
+  if (job.run.restarts_left) {
+    j["restart_budget"] = {{"restarts_left", *job.run.restarts_left},
+                           {"no_progress_restarts", job.run.no_progress_restarts}};
+  }
   if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {
     if (auto why = scheduler_.pending_reason(r.id)) j["pending_reason"] = *why;
   }

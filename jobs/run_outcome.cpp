@@ -106,7 +106,9 @@ void absorb_event(RunMemory& m, const events::Event& ev) {
     // After the attempt's root_cause: the file its ranks met on is part of why it failed.
     auto note = filestore_note(*found);
     m.first_failure = m.first_failure.empty() ? note : m.first_failure + "; " + note;
-  } else if (ev.as<events::Restarting>()) {
+  } else if (const auto* restarting = ev.as<events::Restarting>()) {
+    if (restarting->restarts_left) m.restarts_left = restarting->restarts_left;
+    m.no_progress_restarts = restarting->no_progress_restarts;
     m.hang_suspect.reset();
     m.previous_failure = m.first_failure;
     m.first_failure_code.reset();

@@ -81,7 +81,7 @@ std::vector<MetricRow> MetricExtractor::on_line(int attempt, int rank, std::stri
     std::optional<double> step = line_step;
     if (!step) step = static_cast<double>(++sdk_lines_[rank]);
     for (auto& v : *values) {
-      if (v.name != "step") rows.push_back({attempt, rank, step, std::move(v.name), v.value});
+      if (v.name != "step") rows.push_back({attempt, rank, step, std::move(v.name), v.value, line_step.has_value()});
     }
   }
   if (patterns_.empty()) return rows;
@@ -97,7 +97,8 @@ std::vector<MetricRow> MetricExtractor::on_line(int attempt, int rank, std::stri
   for (auto& v : matched) {
     auto count = ++counts_[{rank, v.name}];
     if (v.name == "step") continue;
-    rows.push_back({attempt, rank, line_step ? line_step : static_cast<double>(count), std::move(v.name), v.value});
+    rows.push_back({attempt, rank, line_step ? line_step : static_cast<double>(count), std::move(v.name), v.value,
+                    line_step.has_value()});
   }
   return rows;
 }

@@ -50,6 +50,7 @@ struct MetricRow {
   std::optional<double> step;  // empty for samples without a step (GPU samples)
   std::string name;
   double value = 0;
+  bool step_given = false;  // the line said its step (an SDK `step` key, a `step` pattern), not counted
 };
 
 // Per-run state of the extraction: step counters per rank and metric.

@@ -42,6 +42,11 @@ struct RunArgs {
   std::string rdzv_timeout;    // a duration
   std::string hang_timeout;    // a duration, auto or off
   std::string on_hang;
+  std::string checkpoint_file;
+  int max_no_progress_restarts{};
+  std::string restart_budget;
+  std::string min_restart_interval;  // a duration
+  std::string gpu_release_timeout;   // a duration
   std::string events;
   std::string python;
   std::string backend;

@@ -257,6 +257,13 @@ void plan_supervision(const RunArgs& a, SupervisorConfig& c) {
       ddp::seconds_to_millis_in(run_option_seconds(a, "--rdzv-timeout"), {0, ddp::kMaxDurationS}, "--rdzv-timeout");
   c.hang_timeout = parse_hang_timeout(a.hang_timeout);
   c.restart_on_hang = a.on_hang == "restart";
+  c.max_no_progress_restarts = a.max_no_progress_restarts;
+  c.budget_mode = a.restart_budget == "progress" ? BudgetMode::Progress : BudgetMode::Count;
+  c.checkpoint_file = a.checkpoint_file;
+  c.min_restart_interval = ddp::seconds_to_millis_in(run_option_seconds(a, "--min-restart-interval"),
+                                                     {0, ddp::kMaxDurationS}, "--min-restart-interval");
+  c.gpu_release_timeout = ddp::seconds_to_millis_in(run_option_seconds(a, "--gpu-release-timeout"),
+                                                    {0, ddp::kMaxDurationS}, "--gpu-release-timeout");
   c.events_path = a.events;
   c.handled_signals = parse_signals(a.signals_to_handle);
   c.backend = a.backend;

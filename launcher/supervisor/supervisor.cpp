@@ -1,6 +1,7 @@
 #include "launcher/supervisor/supervisor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
@@ -8,12 +9,14 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "common/events.hpp"
 #include "common/exit_status.hpp"
 #include "common/signals.hpp"
@@ -29,6 +32,8 @@
 #include "launcher/supervisor/failure_report.hpp"
 #include "launcher/supervisor/filestore_guard.hpp"
 #include "launcher/supervisor/filestore_watch.hpp"
+#include "launcher/supervisor/gpu_release_gate.hpp"
+#include "launcher/supervisor/restart_timeline.hpp"
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/supervisor_events.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
@@ -52,12 +57,29 @@ namespace {
 
 using sig::signal_name;
 
+// --checkpoint-file's iteration now: nullopt when there is no file or it does not hold one integer.
+std::optional<std::int64_t> read_checkpoint(const fs::path& file) {
+  if (file.empty()) return std::nullopt;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(64, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return parse_checkpoint_iteration(text);
+}
+
+SupervisorPolicy policy_with_checkpoint(const SupervisorConfig& config) {
+  auto p = supervisor_policy(config);
+  p.checkpoint_at_start = read_checkpoint(config.checkpoint_file);
+  return p;
+}
+
 class Supervisor {
  public:
   explicit Supervisor(const SupervisorConfig& config)
       : config_(config),
         plan_(plan_ranks(config.plan)),
-        machine_(supervisor_policy(config)),
+        machine_(policy_with_checkpoint(config)),
         cgroups_(config.run_id, config.memory_limit_per_rank),
         // If we die, the run's cgroups go too (POSIX: in the guardian; Windows: no cgroups).
         containment_(platform::Containment::start(
@@ -100,10 +122,8 @@ class Supervisor {
     workers_.warm_from([this](int rank, const WorkerLaunch& launch,
                               const std::vector<platform::NativeHandle>& cgroup_procs,
                               const std::vector<int>& cpus) { return warm_.spawn(rank, launch, cgroup_procs, cpus); });
-    if (config.straggler_threshold) {
-      stragglers_.emplace(*config.straggler_threshold);
-      out_.metrics.on_worker_row = [this](const MetricRow& row) { on_metric_row(row); };
-    }
+    if (config.straggler_threshold) stragglers_.emplace(*config.straggler_threshold);
+    out_.metrics.on_worker_row = [this](const MetricRow& row) { on_metric_row(row); };
   }
 
   int run() {
@@ -211,6 +231,7 @@ class Supervisor {
     router_.on_output([this](const RankOutput& r) {
       if (r.attempt != machine_.attempt()) return;
       progress_.on_progress(r.local_rank);
+      on_attempt_heard_from(r.attempt, /*after_rendezvous_only=*/true);
       // A healthy run's FileStore goes into the run record too (launcher/supervisor/filestore_watch.hpp),
       // looked for at most once a second while the ranks talk.
       if (filestores_.look_for_used(r.attempt)) record_processes();
@@ -250,7 +271,7 @@ class Supervisor {
     }
     dispatch(input::RoundAdmitted{a.membership_changed});  // a failure is charged unless nodes changed
     if (machine_.finished_with()) {
-      spdlog::error("restart budget ({}) spent: leaving the job", config_.max_restarts);
+      spdlog::error("leaving the job");
     } else if (next_attempt_ >= 0) {
       dispatch(input::BackoffExpired{std::exchange(next_attempt_, -1)});
     }
@@ -277,6 +298,10 @@ class Supervisor {
 
   // Our store's count of the workers' clients reached the world size: the rendezvous is complete.
   void on_store_arrivals(std::int64_t arrived) {
+    if (arrived >= 1 && timeline_.attempt() == machine_.attempt()) {
+      timeline_.note(RestartPhase::InterpreterReady, now_seconds());
+      if (arrived >= plan_.front().world_size && !rdzv_) timeline_.note(RestartPhase::StoreReached, now_seconds());
+    }
     if (!rendezvous_watch_.on_arrivals(arrived) || rdzv_) return;  // dynamic: the rounds announce themselves
     events_.emit(rendezvous_complete_event(machine_.attempt(), plan_.front().world_size, config_.plan.nnodes));
   }
@@ -308,6 +333,10 @@ class Supervisor {
     // The attempt's first failure: the files the ranks still alive hold open, before the teardown
     // ends them (a FileStore only their script names: launcher/supervisor/filestore_watch.hpp). A few /proc reads.
     if (x.failed() && machine_.state() == GroupState::Running) filestores_.note_open_files(live_worker_pids());
+    // The iteration the attempt reached, for the restart budget (one small read; only with --checkpoint-file).
+    if (!config_.checkpoint_file.empty()) {
+      machine_.on(input::ProgressSeen{attempt, {.checkpoint = read_checkpoint(config_.checkpoint_file), .step = {}}});
+    }
     auto actions = machine_.on(input::RankExited{x});
     progress_.forget(x.local_rank);
     // The peers' teardown signal goes out before anything is written: the event file is off the
@@ -345,6 +374,8 @@ class Supervisor {
 
   void perform(const action::SpawnGroup& a) {
     stopping_announced_ = false;
+    attempt_started_ = std::chrono::steady_clock::now();
+    if (timeline_.attempt() == a.attempt) timeline_.note(RestartPhase::SpawnBegan, now_seconds());
     rendezvous_watch_.begin(a.attempt);
     workers_.retire();  // their pipes' aborted reads complete on live objects (worker_group.hpp)
     file_timer_.new_attempt();
@@ -378,6 +409,7 @@ class Supervisor {
     progress_.begin(attempt, global_ranks(plan_), plan_.front().world_size);  // launcher/hang/progress_watch.hpp
     if (const Worker* first = workers_.of(plan_.front().local_rank); first && first_launch_)
       warm_.after_spawn(*first_launch_, first->pid);  // launcher/supervisor/warm_start.hpp
+    if (timeline_.attempt() == attempt) timeline_.note(RestartPhase::Spawned, now_seconds());
     record_processes();
   }
 
@@ -394,6 +426,8 @@ class Supervisor {
   void announce_stopping(int signo) {
     if (machine_.state() == GroupState::Stopping && !stopping_announced_) {
       stopping_announced_ = true;
+      stopping_at_ = now_seconds();
+      end_timeline(machine_.attempt());  // the restarted attempt failed before its first progress
       progress_.stop();
       events_.emit(events::GroupStopping{.attempt = machine_.attempt(), .signal = signal_name(signo)});
     }
@@ -407,6 +441,9 @@ class Supervisor {
   }
 
   void perform(const action::ArmBackoff& a) {
+    // launcher/supervisor/restart_timeline.hpp: from the failure seen, the group is gone now.
+    timeline_.begin(a.attempt - 1, machine_.teardown_began().value_or(stopping_at_));
+    timeline_.note(RestartPhase::GroupStopped, now_seconds());
     sweep();
     if (rdzv_ && machine_.stopped_by_round()) {
       spdlog::info("workers stopped; joining the next rendezvous round");
@@ -438,17 +475,50 @@ class Supervisor {
     const bool fresh_filestore = report_failures(false);
     out_.console.drain(std::chrono::seconds(2));  // the failure summary first, then the restart
     // Its cause is gone: no back-off (launcher/supervisor/filestore_watch.hpp).
-    const auto after = fresh_filestore ? std::chrono::milliseconds(0) : a.after;
+    const auto backoff = fresh_filestore ? std::chrono::milliseconds(0) : a.after;
+    // --min-restart-interval: attempts start at least that far apart.
+    const auto since_start =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - attempt_started_);
+    const auto after = restart_delay(backoff, config_.min_restart_interval, since_start);
+    const auto& decision = machine_.restart_decision();
+    const std::string budget = decision ? decision->text(machine_.budget_policy()) : std::string();
     if (fresh_filestore) {
       spdlog::warn(
           "attempt {} failed on a FileStore an earlier run left: {}; restarting the worker group as attempt "
           "{} at once (--max-restarts {})",
           a.attempt - 1, std::exchange(stale_removed_, {}), a.attempt, config_.max_restarts);
     } else {
-      spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms",
-                   a.attempt - 1, a.attempt, config_.max_restarts, a.after.count());
+      spdlog::warn("attempt {} failed; restarting the worker group as attempt {} (--max-restarts {}) in {} ms{}{}",
+                   a.attempt - 1, a.attempt, config_.max_restarts, after.count(),
+                   after > backoff ? " (--min-restart-interval)" : "", budget.empty() ? "" : "; " + budget);
     }
-    events_.emit(events::Restarting{.attempt = a.attempt, .failed_attempt = a.attempt - 1});
+    events_.emit(restarting_event(a.attempt, decision, machine_.restarts_left(), after));
+    // The health gate (launcher/supervisor/gpu_release_gate.hpp): the dead ranks' GPU memory first.
+    gpu_gate_.wait(failed_attempt_pids(), [this, a, after](const GpuReleaseGate::Outcome& o) {
+      if (o.gated) timeline_.note(RestartPhase::GpuReleased, now_seconds());
+      if (o.gated && !o.released) {
+        spdlog::warn(
+            "the failed attempt's GPU memory is not free after {:.1f} s (--gpu-release-timeout): {}; "
+            "restarting anyway",
+            o.waited_s, fmt::join(o.held, "; "));
+      } else if (o.gated && o.waited_s >= 0.05) {
+        spdlog::info("the failed attempt's GPU memory was freed in {:.2f} s", o.waited_s);
+      }
+      const auto waited = std::chrono::milliseconds(static_cast<long long>(o.waited_s * 1000));
+      restart_after_gate(a, after > waited ? after - waited : std::chrono::milliseconds(0));
+    });
+  }
+
+  std::vector<unsigned> failed_attempt_pids() const {
+    std::vector<unsigned> pids;
+    for (const auto& r : plan_) {
+      if (const Worker* w = workers_.of(r.local_rank)) pids.push_back(static_cast<unsigned>(w->pid));
+    }
+    return pids;
+  }
+
+  void restart_after_gate(const action::ArmBackoff& a, std::chrono::milliseconds after) {
+    if (machine_.state() != GroupState::Restarting) return;  // a signal ended the job meanwhile
     if (rdzv_) {
       // Every restart goes through a new round: the others learn of it and restart too.
       next_attempt_ = a.attempt;
@@ -463,7 +533,12 @@ class Supervisor {
 
   void perform(const action::Finish& a) {
     exit_code_ = a.exit_code;
+    end_timeline(machine_.attempt());
+    if (const auto& d = machine_.restart_decision(); d && d->verdict != RestartVerdict::Restart) {
+      spdlog::error("attempt {} failed: {}", machine_.attempt(), d->text(machine_.budget_policy()));
+    }
     pending_restart_.reset();  // a signal during the drain before a restart ends the job instead
+    gpu_gate_.cancel();
     sweep();
     grace_timer_.cancel();
     backoff_timer_.cancel();
@@ -496,10 +571,7 @@ class Supervisor {
       spdlog::info("job succeeded on attempt {} after {} restart(s) (--max-restarts {})", machine_.attempt(),
                    machine_.attempt(), config_.max_restarts);
     }
-    events_.emit(events::Finished{.exit_code = exit_code_,
-                                  .state = std::string(group_state_name(machine_.state())),
-                                  .attempts = machine_.attempt() + 1,
-                                  .restarts = machine_.attempt()});
+    events_.emit(finished_event(exit_code_, machine_));
     warm_.stop();
     exits_.stop();
     workers_.stop_reading();
@@ -730,8 +802,33 @@ class Supervisor {
     events_.emit(gpu_low_util_event(s, a, text));
   }
 
+  // A restarted attempt's rank was heard from: its interpreter is up; after the rendezvous (or a
+  // step line at any time) that is its first progress, and the restart's timeline is complete.
+  void on_attempt_heard_from(int attempt, bool after_rendezvous_only) {
+    if (!timeline_.active() || timeline_.attempt() != attempt || attempt != machine_.attempt()) return;
+    const double now = now_seconds();
+    timeline_.note(RestartPhase::InterpreterReady, now);
+    if (after_rendezvous_only && !timeline_.has(RestartPhase::StoreReached)) return;
+    if (!timeline_.note(RestartPhase::FirstProgress, now)) return;
+    spdlog::info("attempt {}: {}", attempt, timeline_.summary());
+    end_timeline(attempt);
+  }
+
+  void end_timeline(int attempt) {
+    if (timeline_.active() && timeline_.attempt() == attempt && timeline_.has(RestartPhase::SpawnBegan)) {
+      events_.emit(timeline_.finish());
+    }
+  }
+
   // launcher/hang/straggler_detector.hpp: a rank the others wait for is reported, not stopped.
   void on_metric_row(const MetricRow& row) {
+    if (row.step_given) on_attempt_heard_from(row.attempt, /*after_rendezvous_only=*/false);
+    // A step the line named is the restart budget's progress (launcher/supervisor/restart_budget.hpp).
+    if (row.step_given && row.attempt == machine_.attempt() &&
+        (!machine_.progress().step || *row.step > *machine_.progress().step)) {
+      machine_.on(input::ProgressSeen{row.attempt, {.checkpoint = {}, .step = row.step}});
+    }
+    if (!stragglers_) return;
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     auto v = stragglers_->on_row(row, now);
     if (!v) return;
@@ -779,6 +876,10 @@ class Supervisor {
                                .expired = [this](const TimerExpiry& e, double at) { on_timer_expired(e, at); },
                                .on_request = [this](int rank) { on_timer_request(rank); }}};
   bool stopping_announced_ = false;
+  double stopping_at_ = 0;    // when the current attempt's teardown was announced
+  RestartTimeline timeline_;  // the restart under way, until its first progress
+  GpuReleaseGate gpu_gate_{io_, config_.gpu_release_timeout, cuda_visible_devices(config_)};
+  std::chrono::steady_clock::time_point attempt_started_ = std::chrono::steady_clock::now();
   // Dynamic rendezvous (--rdzv-backend c10d).
   std::unique_ptr<Rendezvous> rdzv_;
   int round_ = 0;

@@ -34,7 +34,11 @@ SupervisorPolicy supervisor_policy(const SupervisorConfig& config) {
                           .max_backoff = std::chrono::milliseconds(10000),
                           .defer_restart_charge = config.dynamic.has_value(),
                           .exit_barrier = config.dynamic.has_value(),
-                          .restart_on_hang = config.restart_on_hang};
+                          .restart_on_hang = config.restart_on_hang,
+                          .max_no_progress_restarts = config.max_no_progress_restarts,
+                          .budget_mode = config.budget_mode,
+                          .checkpoint_file = !config.checkpoint_file.empty(),
+                          .checkpoint_at_start = std::nullopt};
 }
 
 WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssignment& ranks,

@@ -13,6 +13,7 @@
 #include "launcher/hang/progress_watchdog.hpp"
 #include "launcher/outputs/metrics.hpp"
 #include "launcher/rendezvous/rendezvous.hpp"
+#include "launcher/supervisor/restart_budget.hpp"
 #include "launcher/workers/rank_log_lines.hpp"
 #include "launcher/workers/rank_plan.hpp"
 #include "launcher/workers/worker_env.hpp"
@@ -42,6 +43,13 @@ struct SupervisorConfig {
   // --hang-timeout (launcher/hang/progress_watchdog.hpp) and --on-hang restart|fail.
   HangTimeout hang_timeout;
   bool restart_on_hang = true;
+  // The progress-aware restart budget (launcher/supervisor/restart_budget.hpp).
+  int max_no_progress_restarts = 3;
+  BudgetMode budget_mode = BudgetMode::Count;
+  std::filesystem::path checkpoint_file;              // --checkpoint-file; empty: progress is steps
+  std::chrono::milliseconds min_restart_interval{0};  // from one attempt's start to the next's
+  // The health gate's bound (launcher/supervisor/gpu_release_gate.hpp); 0: no gate.
+  std::chrono::milliseconds gpu_release_timeout{30000};
   std::string run_id = "none";
   std::filesystem::path run_dir;  // attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}
   // --log-dir: run_dir is this run's <run_id>_<random> inside it (torchrun's layout). Runs share

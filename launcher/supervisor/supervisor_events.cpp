@@ -98,4 +98,31 @@ events::TimerExpired timer_expired_event(int attempt, const TimerExpiry& e) {
                               .signal = e.signal > 0 ? std::optional(sig::signal_name(e.signal)) : std::nullopt};
 }
 
+events::Restarting restarting_event(int attempt, const std::optional<RestartDecision>& decision, int restarts_left,
+                                    std::chrono::milliseconds delay) {
+  events::Restarting e{.attempt = attempt, .failed_attempt = attempt - 1};
+  e.delay_s = std::chrono::duration<double>(delay).count();
+  if (decision) {
+    e.progress = decision->progressed;
+    e.checkpoint = decision->checkpoint;
+    e.step = decision->step;
+    e.no_progress_restarts = decision->no_progress_in_a_row;
+    e.restarts_left = restarts_left;
+  }
+  return e;
+}
+
+events::Finished finished_event(int exit_code, const SupervisorMachine& machine) {
+  events::Finished e{.exit_code = exit_code,
+                     .state = std::string(group_state_name(machine.state())),
+                     .attempts = machine.attempt() + 1,
+                     .restarts = machine.attempt(),
+                     .gave_up = std::nullopt};
+  if (const auto& d = machine.restart_decision(); d && machine.state() == GroupState::Failed) {
+    if (d->verdict == RestartVerdict::NoProgress) e.gave_up = "no_progress";
+    if (d->verdict == RestartVerdict::BudgetSpent) e.gave_up = "max_restarts";
+  }
+  return e;
+}
+
 }  // namespace ddp::launcher

@@ -11,6 +11,7 @@
 #include "launcher/rendezvous/rendezvous_client_machine.hpp"
 #include "launcher/supervisor/failure_report.hpp"
 #include "launcher/supervisor/supervisor_config.hpp"
+#include "launcher/supervisor/supervisor_machine.hpp"
 
 namespace ddp::launcher {
 
@@ -37,5 +38,11 @@ events::GpuLowUtil gpu_low_util_event(const GpuSample& s, const LowUtilAlert& a,
 events::Straggler straggler_event(int attempt, const StragglerVerdict& v);
 // The torch elastic timer signalled a pid of `attempt` (its signal ≤ 0: it sent none).
 events::TimerExpired timer_expired_event(int attempt, const TimerExpiry& e);
+
+// A restart, with the budget's decision on the failed attempt (none: a membership change's).
+events::Restarting restarting_event(int attempt, const std::optional<RestartDecision>& decision, int restarts_left,
+                                    std::chrono::milliseconds delay);
+// The end: the machine's state, attempts, and why it gave up restarting.
+events::Finished finished_event(int exit_code, const SupervisorMachine& machine);
 
 }  // namespace ddp::launcher

@@ -20,7 +20,13 @@ std::string_view group_state_name(GroupState s) {
   return "?";
 }
 
-SupervisorMachine::SupervisorMachine(SupervisorPolicy policy) : policy_(policy) {}
+SupervisorMachine::SupervisorMachine(SupervisorPolicy policy)
+    : policy_(policy),
+      budget_(RestartBudgetPolicy{.max_restarts = policy.max_restarts,
+                                  .max_no_progress_restarts = policy.max_no_progress_restarts,
+                                  .mode = policy.budget_mode,
+                                  .checkpoint_file = policy.checkpoint_file},
+              policy.checkpoint_at_start) {}
 
 std::vector<Action> SupervisorMachine::on(const Input& e) {
   if (exit_code_) return finishing(e);
@@ -45,6 +51,7 @@ std::vector<Action> SupervisorMachine::spawn_attempt() {
   hang_detected_ = false;
   stop_signal_ = 0;
   round_stop_ = RoundStop::None;
+  progress_ = {};
   return {action::ResetStore{}, action::SpawnGroup{attempt_}};
 }
 
@@ -152,9 +159,24 @@ std::vector<Action> SupervisorMachine::handle(const input::RoundEnded& e) {
 std::vector<Action> SupervisorMachine::handle(const input::RoundAdmitted& e) {
   if (state_ != GroupState::Restarting || !std::exchange(charge_pending_, false)) return {};
   if (e.membership_changed) return {};
-  if (restarts_spent_ >= policy_.max_restarts) return finish(GroupState::Failed, 1);
+  std::vector<Action> finished;
+  if (!charge_restart(finished)) return finished;
   ++restarts_spent_;
   return {};
+}
+
+std::vector<Action> SupervisorMachine::handle(const input::ProgressSeen& e) {
+  if (e.attempt != attempt_) return {};
+  if (e.mark.checkpoint) progress_.checkpoint = e.mark.checkpoint;
+  if (e.mark.step && (!progress_.step || *e.mark.step > *progress_.step)) progress_.step = e.mark.step;
+  return {};
+}
+
+bool SupervisorMachine::charge_restart(std::vector<Action>& finished) {
+  restart_decision_ = budget_.on_failure(progress_);
+  if (restart_decision_->verdict == RestartVerdict::Restart) return true;
+  finished = finish(GroupState::Failed, restart_decision_->exit_code());
+  return false;
 }
 
 std::vector<Action> SupervisorMachine::group_gone() {
@@ -173,12 +195,11 @@ std::vector<Action> SupervisorMachine::group_gone() {
     charge_pending_ = true;
     return {action::ArmBackoff{attempt_ + 1, backoff_before(restarts_spent_ + 1)}};
   }
-  if (restarts_spent_ < policy_.max_restarts) {
-    ++restarts_spent_;
-    state_ = GroupState::Restarting;
-    return {action::ArmBackoff{attempt_ + 1, backoff_before(restarts_spent_)}};
-  }
-  return finish(GroupState::Failed, 1);
+  std::vector<Action> finished;
+  if (!charge_restart(finished)) return finished;
+  ++restarts_spent_;
+  state_ = GroupState::Restarting;
+  return {action::ArmBackoff{attempt_ + 1, backoff_before(restarts_spent_)}};
 }
 
 // The first restart is immediate (as torchrun's); a group that keeps failing backs off

@@ -24,6 +24,8 @@
 #include <variant>
 #include <vector>
 
+#include "launcher/supervisor/restart_budget.hpp"
+
 namespace ddp::launcher {
 
 enum class GroupState { Init, Running, Stopping, Restarting, Succeeded, Failed, Interrupted };
@@ -94,14 +96,22 @@ struct SpawnAbandoned {
   int attempt;
   int first_unspawned;
 };
+// What the running attempt reached (launcher/supervisor/restart_budget.hpp): the checkpoint file's
+// iteration as last read (replaces the one before), the highest step seen (kept when higher).
+// Weighed when the attempt fails.
+struct ProgressSeen {
+  int attempt;
+  ProgressMark mark;
+};
 // Finishing: the workers' pipes drained (or the shell stopped waiting for them).
 struct OutputDrained {};
 // Finishing (dynamic rendezvous): every node finished, or the barrier gave up.
 struct ExitBarrierPassed {};
 }  // namespace input
-using Input = std::variant<input::Start, input::RankExited, input::SignalReceived, input::GraceExpired,
-                           input::RendezvousTimeout, input::HangDetected, input::BackoffExpired, input::RoundEnded, input::RoundAdmitted,
-                           input::SpawnAbandoned, input::OutputDrained, input::ExitBarrierPassed>;
+using Input =
+    std::variant<input::Start, input::RankExited, input::SignalReceived, input::GraceExpired, input::RendezvousTimeout,
+                 input::HangDetected, input::BackoffExpired, input::RoundEnded, input::RoundAdmitted,
+                 input::SpawnAbandoned, input::ProgressSeen, input::OutputDrained, input::ExitBarrierPassed>;
 
 namespace action {
 struct ResetStore {};  // fresh store state for the attempt (torch 2.x uses no per-attempt prefix)
@@ -145,6 +155,11 @@ struct SupervisorPolicy {
   bool exit_barrier = false;
   // --on-hang restart (true) or fail: whether a hang may be restarted (within max_restarts).
   bool restart_on_hang = true;
+  // The progress-aware budget (restart_budget.hpp); its max_restarts is the one above.
+  int max_no_progress_restarts = 3;
+  BudgetMode budget_mode = BudgetMode::Count;
+  bool checkpoint_file = false;
+  std::optional<std::int64_t> checkpoint_at_start;  // the file's iteration before attempt 0
 };
 
 class SupervisorMachine {
@@ -171,6 +186,11 @@ class SupervisorMachine {
   bool hang_detected() const { return hang_detected_; }
   // The last stop came from the dynamic rendezvous (RoundEnded), not from a rank of this node.
   bool stopped_by_round() const { return round_stop_ != RoundStop::None; }
+  // The budget's last decision on a failed attempt (restart or end, and why); nullopt before any.
+  const std::optional<RestartDecision>& restart_decision() const { return restart_decision_; }
+  int restarts_left() const { return budget_.restarts_left(); }
+  const RestartBudgetPolicy& budget_policy() const { return budget_.policy(); }
+  const ProgressMark& progress() const { return progress_; }  // the current attempt's
 
  private:
   std::vector<Action> handle(const input::Start&);
@@ -183,6 +203,9 @@ class SupervisorMachine {
   std::vector<Action> handle(const input::RoundEnded&);
   std::vector<Action> handle(const input::RoundAdmitted&);
   std::vector<Action> handle(const input::SpawnAbandoned&);
+  std::vector<Action> handle(const input::ProgressSeen&);
+  // The budget weighs the failed attempt's progress: false (and the job finishes) when it is spent.
+  bool charge_restart(std::vector<Action>& finished);
   std::vector<Action> handle(const input::OutputDrained&);
   std::vector<Action> handle(const input::ExitBarrierPassed&);
   std::vector<Action> finishing(const Input& e);
@@ -206,7 +229,10 @@ class SupervisorMachine {
   bool rendezvous_timed_out_ = false;
   bool hang_detected_ = false;
   int stop_signal_ = 0;     // the handled signal that stopped the group (0: a failure did)
-  int restarts_spent_ = 0;  // restarts after failures (membership changes are free)
+  int restarts_spent_ = 0;  // restarts after failures (membership changes are free): the back-off's count
+  RestartBudget budget_;
+  ProgressMark progress_;  // the current attempt's
+  std::optional<RestartDecision> restart_decision_;
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
   bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
   std::optional<int> exit_code_;

@@ -7,6 +7,16 @@ function exit(e) {
   return `exited with code ${e.exit_code}`;
 }
 
+// The restart budget's decision on a restart (launcher/supervisor/restart_budget.hpp), when the event has it.
+function budget(e) {
+  if (e.progress === undefined) return '';
+  const reached = e.checkpoint != null ? `checkpoint ${e.checkpoint}` : e.step != null ? `step ${number(e.step, 6)}` : 'nothing';
+  const left = e.restarts_left != null ? `, ${e.restarts_left} restart(s) left` : '';
+  return e.progress ? ` — progress (${reached})${left}` : ` — no progress (${reached}; ${e.no_progress_restarts} in a row)${left}`;
+}
+
+const GAVE_UP = { max_restarts: ' — restart budget spent', no_progress: ' — no progress in a row (--max-no-progress-restarts)' };
+
 // [sentence, tone]: tone is '' | 'good' | 'warn' | 'bad' (the marker's colour).
 function describe(e) {
   switch (e.event) {
@@ -18,8 +28,9 @@ function describe(e) {
     case 'rank_exited': return [`Rank ${e.rank} ${exit(e)} (attempt ${e.attempt})`, e.exit_code === 0 && !e.signal ? '' : 'bad'];
     case 'root_cause': return [`Root cause: rank ${e.rank} ${exit(e)} — ${e.role}${e.error ? `: ${e.error}` : ''}`, 'bad'];
     case 'group_stopping': return [`Stopping the worker group (${e.signal}), attempt ${e.attempt}`, 'warn'];
-    case 'restarting': return [`Restarting the worker group: attempt ${e.attempt} after attempt ${e.failed_attempt} failed`, 'warn'];
-    case 'finished': return [`Supervisor finished: ${e.state}, exit code ${e.exit_code} (${e.attempts} attempt(s), ${e.restarts} restart(s))`, e.state === 'SUCCEEDED' ? 'good' : 'bad'];
+    case 'restarting': return [`Restarting the worker group: attempt ${e.attempt} after attempt ${e.failed_attempt} failed${budget(e)}`, 'warn'];
+    case 'restart_timeline': return [`Attempt ${e.attempt}: ${e.summary}`, e.first_progress != null ? 'good' : 'warn'];
+    case 'finished': return [`Supervisor finished: ${e.state}, exit code ${e.exit_code} (${e.attempts} attempt(s), ${e.restarts} restart(s))${GAVE_UP[e.gave_up] || ''}`, e.state === 'SUCCEEDED' ? 'good' : 'bad'];
     case 'hang_detected': return [`Hang: rank ${e.suspect} made no progress for ${number(e.silent_s && e.silent_s[0], 3)} s (--hang-timeout ${e.hang_timeout}); silent: ${(e.ranks || []).join(', ')}`, 'bad'];
     case 'straggler': return [`Straggler: rank ${e.rank} at ${number(e.ratio, 2)}× the median step rate (${number(e.rank_step_s, 3)} s/step vs ${number(e.median_step_s, 3)} s/step)`, 'warn'];
     case 'rendezvous_timeout': return [`Rendezvous timed out: ${e.arrived ?? '?'} of ${e.world_size} arrived`, 'bad'];

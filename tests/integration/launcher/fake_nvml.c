@@ -1,9 +1,12 @@
 /* A stand-in for libnvidia-ml.so.1 so the GPU watch can be tested without a GPU: it exports the
  * NVML symbols ddp-launch calls (common/gpu.cpp) and reads its devices from the file named by
- * $FAKE_NVML_FILE on every call, one line per device: "<util %> <used MiB> <total MiB>". The
- * test rewrites the file to drive utilisation low, then high. */
+ * $FAKE_NVML_FILE on every call, one line per device: "<util %> <used MiB> <total MiB> [pids]",
+ * pids (optional) a comma-separated list of the pids with a compute context on it
+ * (nvmlDeviceGetComputeRunningProcesses_v3). The test rewrites the file to drive utilisation low,
+ * then high, or to free a dead rank's memory. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   unsigned gpu, memory;
@@ -12,16 +15,54 @@ typedef struct {
   unsigned long long total, free, used;
 } nvmlMemory_t;
 
-enum { OK = 0, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, UNKNOWN = 999, MAX_DEVICES = 16 };
+typedef struct {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
 
-static int read_devices(unsigned util[], unsigned long long used[], unsigned long long total[]) {
+enum {
+  OK = 0,
+  INVALID_ARGUMENT = 2,
+  NOT_SUPPORTED = 3,
+  INSUFFICIENT_SIZE = 7,
+  UNKNOWN = 999,
+  MAX_DEVICES = 16,
+  MAX_PIDS = 64
+};
+
+/* Device `want`'s pids (when pids != NULL), and the device count. */
+static int read_file(unsigned util[], unsigned long long used[], unsigned long long total[], int want, unsigned pids[],
+                     unsigned* npids) {
   const char* path = getenv("FAKE_NVML_FILE");
   FILE* f = path ? fopen(path, "r") : NULL;
+  char line[1024];
   int n = 0;
   if (!f) return -1;
-  while (n < MAX_DEVICES && fscanf(f, "%u %llu %llu", &util[n], &used[n], &total[n]) == 3) ++n;
+  while (n < MAX_DEVICES && fgets(line, sizeof line, f)) {
+    int used_chars = 0;
+    if (sscanf(line, "%u %llu %llu%n", &util[n], &used[n], &total[n], &used_chars) != 3) continue;
+    if (pids && n == want) {
+      char* p = line + used_chars;
+      *npids = 0;
+      while (*npids < MAX_PIDS) {
+        char* end;
+        unsigned long v;
+        while (*p == ' ' || *p == ',') ++p;
+        v = strtoul(p, &end, 10);
+        if (end == p) break;
+        pids[(*npids)++] = (unsigned)v;
+        p = end;
+      }
+    }
+    ++n;
+  }
   fclose(f);
   return n;
+}
+
+static int read_devices(unsigned util[], unsigned long long used[], unsigned long long total[]) {
+  return read_file(util, used, total, -1, NULL, NULL);
 }
 
 int nvmlInit_v2(void) { return getenv("FAKE_NVML_FILE") ? OK : UNKNOWN; }
@@ -71,5 +112,24 @@ int nvmlDeviceGetMemoryInfo(void* device, nvmlMemory_t* m) {
   m->used = used[i] << 20;
   m->total = total[i] << 20;
   m->free = m->total - m->used;
+  return OK;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned* count, nvmlProcessInfo_t* infos) {
+  unsigned util[MAX_DEVICES], pids[MAX_PIDS], npids = 0, i;
+  unsigned long long used[MAX_DEVICES], total[MAX_DEVICES];
+  size_t d = (size_t)device - 1;
+  int n = read_file(util, used, total, (int)d, pids, &npids);
+  if (n < 0 || d >= (size_t)n) return INVALID_ARGUMENT;
+  if (*count < npids) {
+    *count = npids;
+    return INSUFFICIENT_SIZE;
+  }
+  for (i = 0; i < npids; ++i) {
+    memset(&infos[i], 0, sizeof infos[i]);
+    infos[i].pid = pids[i];
+    infos[i].usedGpuMemory = 1ull << 30;
+  }
+  *count = npids;
   return OK;
 }

@@ -34,8 +34,8 @@ std::vector<ev::Payload> samples() {
       ev::RankExited{0, 1, 1, 556, ExitStatus::exited(3), false},
       ev::RankExited{0, 0, 0, 557, ExitStatus::killed(SIGKILL), true},
       ev::GroupStopping{0, "SIGTERM"},
-      ev::Restarting{1, 0},
-      ev::Finished{1, "FAILED", 2, 1},
+      ev::Restarting{1, 0, true, 120, std::nullopt, 0, 3, 0.5},
+      ev::Finished{3, "FAILED", 2, 1, "no_progress"},
       ev::RendezvousTimeout{0, 1, 2, {1}},
       ev::RendezvousTimeout{0, std::nullopt, 2, {}},
       ev::RootCause{0, 1, 1, 556, ExitStatus::exited(3), "original failure", std::string("ValueError: boom")},
@@ -49,6 +49,9 @@ std::vector<ev::Payload> samples() {
       ev::HangDetected{2, 3, {3}, {150.5}, {}, std::nullopt, "auto", 150.0, std::string("/tmp/r/attempt_2/stacks.txt")},
       ev::WriteFailed{0, 1, "/tmp/r/attempt_0/1/stderr.log", "No space left on device"},
       ev::WriteFailed{std::nullopt, std::nullopt, "/tmp/r/metrics.csv", "Disk quota exceeded"},
+      ev::RestartTimeline{1, 0, 100.0, 100.02, std::nullopt, 100.5, 100.51, 100.7, 100.75, 101.0, 1.0,
+                          "back to training in 1.00 s: stop 0.02, wait 0.48, spawn 0.01, interpreter 0.19, "
+                          "rendezvous 0.05, first step 0.25"},
       ev::Unknown{"from_the_future", json{{"x", 1}}},
   };
 }

@@ -169,3 +169,19 @@ TEST_CASE("filestore_found: the job's reason names the stale FileStore, its age 
                       ev::FilestoreFound{0, "/tmp/j/s", "unsure", std::nullopt, false, "…"}});
   CHECK(unsure.first_failure.find("`ddp-launch clean --dry-run /tmp/j/s`") != std::string::npos);
 }
+
+TEST_CASE("restarting: the supervisor's restart budget is kept for the job's views") {
+  RunMemory m;
+  absorb_event(m, {ev::Restarting{1, 0}});  // an older supervisor, or a membership change: nothing charged
+  CHECK_FALSE(m.restarts_left);
+  ev::Restarting r{2, 1};
+  r.restarts_left = 3;
+  r.no_progress_restarts = 2;
+  absorb_event(m, {r});
+  CHECK(m.restarts_left == 3);
+  CHECK(m.no_progress_restarts == 2);
+  ev::Restarting free_one{3, 2};  // not charged: the last count stays
+  absorb_event(m, {free_one});
+  CHECK(m.restarts_left == 3);
+  CHECK(m.no_progress_restarts == 0);
+}

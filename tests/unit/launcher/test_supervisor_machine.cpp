@@ -233,6 +233,7 @@ TEST_CASE("dynamic rendezvous: a group that keeps failing backs off as in the st
   auto p = policy(1, 100);
   p.defer_restart_charge = true;
   p.max_backoff = 400ms;
+  p.max_no_progress_restarts = 100;  // a crash loop on purpose: not ended for its lack of progress
   SupervisorMachine m(p);
   m.on(input::Start{});
   std::vector<std::chrono::milliseconds> waits;
@@ -356,4 +357,50 @@ TEST_CASE("the policy from the config: static runs restart by the budget; a dyna
   auto d = supervisor_policy(c);
   CHECK(d.defer_restart_charge);
   CHECK(d.exit_barrier);
+}
+
+TEST_CASE("a crash loop without progress ends after --max-no-progress-restarts with its exit code") {
+  auto p = policy(1, 10);
+  p.max_no_progress_restarts = 2;
+  p.checkpoint_file = true;  // evidence: a checkpoint file that never advances
+  SupervisorMachine m(p);
+  m.on(input::Start{});
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto a = m.on(exited(0, 1));
+    CHECK(get<action::ArmBackoff>(a).attempt == attempt + 1);
+    CHECK(m.restart_decision()->no_progress_in_a_row == attempt + 1);
+    m.on(input::BackoffExpired{attempt + 1});
+  }
+  auto done = m.on(exited(0, 1));
+  CHECK(get<action::Finish>(done).exit_code == kNoProgressExitCode);
+  CHECK(m.restart_decision()->verdict == RestartVerdict::NoProgress);
+  CHECK(m.state() == GroupState::Failed);
+}
+
+TEST_CASE("an attempt that passed the last one's step restarts past --max-no-progress-restarts") {
+  auto p = policy(1, 10);
+  p.max_no_progress_restarts = 1;
+  SupervisorMachine m(p);
+  m.on(input::Start{});
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    m.on(input::ProgressSeen{attempt, {.checkpoint = std::nullopt, .step = 10.0 * (attempt + 1)}});
+    m.on(input::ProgressSeen{attempt + 7, {.checkpoint = std::nullopt, .step = 1e9}});  // another attempt's: ignored
+    auto a = m.on(exited(0, 1));
+    REQUIRE(has<action::ArmBackoff>(a));
+    CHECK(m.restart_decision()->progressed);
+    m.on(input::BackoffExpired{attempt + 1});
+  }
+  CHECK(m.restarts_left() == 5);
+}
+
+TEST_CASE("dynamic rendezvous: the charge at the round weighs progress too") {
+  auto p = policy(1, 10);
+  p.max_no_progress_restarts = 0;
+  p.checkpoint_file = true;
+  p.defer_restart_charge = true;
+  SupervisorMachine m(p);
+  m.on(input::Start{});
+  m.on(exited(0, 1));
+  auto done = m.on(input::RoundAdmitted{false});
+  CHECK(get<action::Finish>(done).exit_code == kNoProgressExitCode);
 }
