@@ -30,6 +30,11 @@ std::optional<double> mtime_of(const fs::path& p) {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
+// Every path in the script's arguments and environment is a candidate (a data set, /bin/bash, a CA
+// bundle): its first bytes decide, as a FileStore's prefix parses as one (a torn tail). Only a file
+// that starts like one is read whole.
+constexpr std::size_t kPrefixBytes = 4096;
+
 // Whether the file's bytes are a non-empty c10d FileStore log.
 bool holds_a_filestore(const fs::path& p) {
   std::error_code ec;
@@ -37,8 +42,13 @@ bool holds_a_filestore(const fs::path& p) {
   auto size = fs::file_size(p, ec);
   if (ec || size == 0 || size > kMaxFileStoreBytes) return false;
   std::ifstream in(p, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return !bytes.empty() && store::FileStoreLog::parse(bytes).is_filestore();
+  std::string bytes(static_cast<std::size_t>(std::min<std::uintmax_t>(size, kPrefixBytes)), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  if (bytes.empty() || !store::FileStoreLog::parse(bytes).is_filestore()) return false;
+  if (size <= kPrefixBytes) return true;
+  bytes.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return store::FileStoreLog::parse(bytes).is_filestore();
 }
 
 // The cleaner's dry run: who uses the file now, this run's processes aside.
