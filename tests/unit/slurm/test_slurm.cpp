@@ -5,7 +5,6 @@
 #include "common/error.hpp"
 #include "slurm/slurm.hpp"
 
-using namespace ddp::launcher;
 using namespace ddp::slurm;
 using Names = std::vector<std::string>;
 
