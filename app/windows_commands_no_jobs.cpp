@@ -1,5 +1,5 @@
-// The Windows build's commands without the job layer (DDP_WINDOWS_JOBS=OFF, until jobs/ compiles
-// there whole: docs/windows.md); windows_commands.cpp is the set with it.
+// The Windows build's commands without the job layer (-DDDP_WINDOWS_JOBS=OFF; the default is ON:
+// windows_commands.cpp, the set with it).
 #include "app/commands.hpp"
 
 namespace ddp::app {

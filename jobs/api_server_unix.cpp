@@ -4,6 +4,7 @@
 
 #include "jobs/api_server.hpp"
 #include "jobs/api_session.hpp"
+#include "jobs/dashboard/live_stream_impl.hpp"
 #include "jobs/unix_socket.hpp"
 #include "platform/local_socket.hpp"
 
@@ -12,6 +13,14 @@ namespace ddp::jobs {
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using session::Session;
+
+}  // namespace ddp::jobs
+
+// The dashboard's live stream on the unix socket (its TCP instantiation: live_stream.cpp).
+template void ddp::jobs::dashboard::start_live_stream(boost::asio::local::stream_protocol::socket, JobManager&,
+                                                      MetricsCache&, const LiveView&, TcpSlot, StillAllowed);
+
+namespace ddp::jobs {
 
 struct ApiServer::UnixAcceptor {
   explicit UnixAcceptor(asio::io_context& io) : acceptor(io) {}

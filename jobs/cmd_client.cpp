@@ -13,6 +13,7 @@
 #include "jobs/commands.hpp"
 #include "jobs/daemon_paths.hpp"
 #include "jobs/dashboard/session.hpp"
+#include "platform/programs.hpp"
 #include "platform/subprocess.hpp"
 
 namespace ddp::cli {
@@ -273,7 +274,7 @@ Command add_ui_command(CLI::App& app) {
   auto* sub = app.add_subcommand("ui", "Print the web dashboard's login URL of the running daemon (--listen)");
   auto socket = std::make_shared<DaemonFlags>();
   auto open = std::make_shared<bool>(false);
-  sub->add_flag("--open", *open, "Also open it in the desktop's browser (xdg-open)");
+  sub->add_flag("--open", *open, "Also open it in the desktop's browser (xdg-open; Windows: the URL handler)");
   add_socket_option(sub, *socket);
   return {sub, [=]() -> int {
             jobs::ApiClient client(address_of(*socket));
@@ -294,9 +295,10 @@ Command add_ui_command(CLI::App& app) {
             std::cerr << fmt::format("(a one-time login link, valid {} min: run `ddp-launch ui` again for another)\n",
                                      link["expires_in_s"].get<long long>() / 60);
             if (!*open) return 0;
-            auto r = run_command({"xdg-open", url}, std::chrono::seconds(15));
+            auto opener = platform::open_url_command(url);
+            auto r = run_command(opener, std::chrono::seconds(15));
             if (!r.ok()) {
-              throw Error(fmt::format("xdg-open could not open the URL ({}); open the URL above in a browser",
+              throw Error(fmt::format("{} could not open the URL ({}); open the URL above in a browser", opener.front(),
                                       r.started ? r.output.substr(0, 300) : r.start_error));
             }
             return 0;

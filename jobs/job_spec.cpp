@@ -15,6 +15,7 @@
 #include "launcher/run/host_facts.hpp"
 #include "launcher/run/run_option_table.hpp"
 #include "launcher/run/run_options.hpp"
+#include "platform/programs.hpp"
 
 namespace ddp::jobs {
 
@@ -98,7 +99,7 @@ JobSpecError::JobSpecError(std::string file, std::vector<SpecProblem> problems)
       problems_(std::move(problems)) {}
 
 std::vector<std::string> JobSpec::worker_argv() const {
-  if (!shell.empty()) return {"/bin/sh", "-c", shell};
+  if (!shell.empty()) return platform::shell_command(shell);  // /bin/sh -c; Windows: cmd.exe /c
   auto argv = command;
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;

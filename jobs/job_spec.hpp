@@ -85,7 +85,7 @@ struct JobSpec {
   // run's own parser and plan_run when the file was read.
   std::vector<std::string> run_options;
 
-  // The argv the job runs (command + args, or /bin/sh -c shell).
+  // The argv the job runs (command + args, or shell through /bin/sh -c; Windows: cmd.exe /c).
   std::vector<std::string> worker_argv() const;
 };
 

@@ -6,6 +6,7 @@
 // without an extension gets the same tries.
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ddp::platform {
 
@@ -15,5 +16,13 @@ bool names_a_path(const std::string& program);
 // The file that runs: `program` itself when it names a path (with an extension added on Windows),
 // else the first match in $PATH; nullopt when there is none or it is not executable.
 std::optional<std::string> find_program(const std::string& program);
+
+// The command that opens `url` in the desktop's browser (`ui --open`): POSIX `xdg-open URL`,
+// Windows `rundll32.exe url.dll,FileProtocolHandler URL` (the shell's handler for the URL's scheme).
+std::vector<std::string> open_url_command(const std::string& url);
+
+// The argv that runs `line` through the system's shell (a job file's `shell:`): POSIX
+// `/bin/sh -c LINE`, Windows `cmd.exe /c LINE`.
+std::vector<std::string> shell_command(const std::string& line);
 
 }  // namespace ddp::platform

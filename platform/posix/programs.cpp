@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace ddp::platform {
 namespace {
@@ -32,5 +33,9 @@ std::optional<std::string> find_program(const std::string& program) {
     dirs.remove_prefix(colon + 1);
   }
 }
+
+std::vector<std::string> open_url_command(const std::string& url) { return {"xdg-open", url}; }
+
+std::vector<std::string> shell_command(const std::string& line) { return {"/bin/sh", "-c", line}; }
 
 }  // namespace ddp::platform

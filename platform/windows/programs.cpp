@@ -62,4 +62,10 @@ std::optional<std::string> find_program(const std::string& program) {
   return std::nullopt;
 }
 
+std::vector<std::string> open_url_command(const std::string& url) {
+  return {"rundll32.exe", "url.dll,FileProtocolHandler", url};
+}
+
+std::vector<std::string> shell_command(const std::string& line) { return {"cmd.exe", "/c", line}; }
+
 }  // namespace ddp::platform

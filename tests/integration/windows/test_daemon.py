@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from harness import LineReader, TestFailure, check, run_tests
-from wine import exe_command, require_exe, run_exe, wait_gone_windows, wine_command, windows_path
+from wine import alive_windows, exe_command, require_exe, run_exe, wait_gone_windows, wine_command, windows_path
 
 
 class WinDaemon:
@@ -73,12 +73,14 @@ class WinDaemon:
         self.log_file.close()
 
 
-def gated_job(name, gate, ranks=2):
-    """A job of `ranks` cmd.exe ranks that print their rank and wait for `gate` (at most ~4 min)."""
+def gated_job(name, gate, ranks=2, shell=False):
+    """A job of `ranks` cmd.exe ranks that print their rank and wait for `gate` (at most ~4 min);
+    `shell`: the same line as the job file's `shell:` (which runs it through cmd.exe /c on Windows)."""
     # Wine's cmd.exe runs no `if … (…) else (…)` inside a for body; `if not exist` alone it does.
     wait = f"for /L %i in (1,1,240) do if not exist {windows_path(gate)} ping -n 2 127.0.0.1 >NUL"
     script = f"echo rank %RANK% of %WORLD_SIZE% & {wait}"
-    return (f"name: {name}\ncommand: [cmd.exe, /c, '{script}']\n"
+    run = f"shell: '{script}'" if shell else f"command: [cmd.exe, /c, '{script}']"
+    return (f"name: {name}\n{run}\n"
             f"resources: {{nproc_per_node: {ranks}}}\ndistributed: {{shutdown_grace: 2s}}\n")
 
 
@@ -106,7 +108,7 @@ def test_a_two_rank_job_survives_a_taskkill_of_the_daemon():
             # The daemon dies hard; the supervisor (its own process group, console and Job Object
             # without KILL_ON_JOB_CLOSE) and its ranks run on.
             d.taskkill()
-            check(not wait_gone_windows([str(supervisor)], 0), "the supervisor died with the daemon")
+            check(alive_windows([str(supervisor)]), "the supervisor died with the daemon")
             d.start()
             j = d.status(job)
             check(j["state"] == "RUNNING", f"not re-adopted as RUNNING after the restart: {j}\n{d.log()[-2000:]}")
@@ -124,12 +126,21 @@ def test_a_two_rank_job_survives_a_taskkill_of_the_daemon():
             d.stop()
 
 
-def test_cancel_stops_a_running_job_and_its_ranks():
+def test_a_shell_job_runs_through_cmd_and_cancel_stops_it():
     with tempfile.TemporaryDirectory(prefix="ddp-win-daemon-") as tmp:
         d = WinDaemon(tmp)
         try:
-            job = submit(d, gated_job("win-cancel", os.path.join(tmp, "never")))
+            # `shell:` on Windows: cmd.exe /c runs the line (not /bin/sh, which Windows lacks).
+            job = submit(d, gated_job("win-cancel", os.path.join(tmp, "never"), shell=True))
             j = d.wait_state(job, "RUNNING", 120)
+            deadline = time.monotonic() + 60
+            while True:
+                logs = d.cli("logs", str(job), "--rank", "1")
+                if logs.returncode == 0 and "rank 1 of 2" in logs.stdout:
+                    break
+                check(time.monotonic() < deadline, f"shell: job's rank 1 printed nothing: {logs.stdout!r} "
+                      f"{logs.stderr}\ndaemon log: {d.log()[-2000:]}")
+                time.sleep(1)
             r = d.cli("cancel", str(job))
             check(r.returncode == 0, f"cancel: rc {r.returncode} {r.stderr}")
             j = d.wait_state(job, ("CANCELLED", "FAILED", "SUCCEEDED"), 90)
@@ -140,6 +151,10 @@ def test_cancel_stops_a_running_job_and_its_ranks():
 
 
 def test_a_bad_job_file_gets_line_and_column_and_a_second_daemon_is_refused():
+    h = run_exe("--help")
+    missing = [c for c in ("daemon", "submit", "list", "status", "logs", "cancel", "ui")
+               if not any(line.strip().startswith(c + " ") for line in h.stdout.splitlines())]
+    check(h.returncode == 0 and not missing, f"--help lacks {missing}: {h.stdout}")
     with tempfile.TemporaryDirectory(prefix="ddp-win-daemon-") as tmp:
         d = WinDaemon(tmp)
         try:
@@ -160,5 +175,5 @@ def test_a_bad_job_file_gets_line_and_column_and_a_second_daemon_is_refused():
 run_tests([
     test_a_bad_job_file_gets_line_and_column_and_a_second_daemon_is_refused,
     test_a_two_rank_job_survives_a_taskkill_of_the_daemon,
-    test_cancel_stops_a_running_job_and_its_ranks,
+    test_a_shell_job_runs_through_cmd_and_cancel_stops_it,
 ])
