@@ -63,8 +63,10 @@ def run_gated(d, timeout_flag, free_after_s):
     t = threading.Thread(target=driver, daemon=True)
     if free_after_s is not None:
         t.start()
+    # --warm-start off: a warm restart waits for the fork server's `import torch` (~1 s here) before
+    # spawning, which would hide what is measured here, the gate's own wait.
     r = subprocess.run([DDP_LAUNCH, "run", "--python", PYTHON, "--max-restarts", "1", "--events", events,
-                        "--gpu-watch-interval", "0", *timeout_flag, worker],
+                        "--warm-start", "off", "--gpu-watch-interval", "0", *timeout_flag, worker],
                        capture_output=True, text=True, env=env, timeout=120)
     if free_after_s is not None:
         t.join(5)
