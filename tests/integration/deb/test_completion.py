@@ -91,7 +91,7 @@ def test_values_choices_files_and_the_scripts_own_arguments():
     check(not replies and default, f"after run's SCRIPT the words are the script's: {replies} {default}")
     replies, default = complete("submit", "")
     check(not replies and default, f"submit's FILE should complete file names: {replies} {default}")
-    replies, _ = complete("logs", "-f", "--st")
+    replies, _ = complete("logs", "-f", "--std")  # --st is also --state-dir (the clients find the daemon by it)
     check(replies == {"--stderr"}, f"a flag must not swallow the next word: {replies}")
 
 
