@@ -33,4 +33,21 @@ struct OutputPipe {
 // nullopt, with `error` saying why (out of descriptors/handles), when the OS gives no pipe.
 std::optional<OutputPipe> make_output_pipe(std::string& error);
 
+// A child's stdout and stderr pipes, both or neither (nothing left open when the second fails).
+struct OutputPipes {
+  OutputPipe out;
+  OutputPipe err;
+};
+inline std::optional<OutputPipes> make_output_pipes(std::string& error) {
+  auto out = make_output_pipe(error);
+  if (!out) return std::nullopt;
+  auto err = make_output_pipe(error);
+  if (!err) {
+    close_handle(out->read);
+    close_handle(out->write);
+    return std::nullopt;
+  }
+  return OutputPipes{*out, *err};
+}
+
 }  // namespace ddp::platform

@@ -58,7 +58,8 @@ void finish_config(launcher::RunPlan& plan, const launcher::HostFacts& facts) {
   }
   c.worker_argv[0] = resolve_program(c.worker_argv[0], plan.python_script ? "python interpreter" : "program");
   // A file:// init_method a killed run left behind; before the guardian exists (it repeats our argv).
-  launcher::guard_user_filestores(c);
+  launcher::guard_user_filestores(c.worker_argv, c.base_env, c.store_mode == launcher::StoreMode::File,
+                                  c.plan.nnodes == 1 && !c.dynamic.has_value());
   if (!c.log_base_dir.empty()) {
     c.run_dir = make_run_dir_in(c.log_base_dir, c.run_id);
     spdlog::info("per-rank log files go under {}", c.run_dir.string());

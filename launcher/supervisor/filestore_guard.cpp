@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.hpp"
-#include "launcher/supervisor/supervisor_config.hpp"
 #include "store/filestore_cleaner.hpp"
 
 namespace ddp::launcher {
@@ -62,12 +61,12 @@ void check_one(const NamedFileStore& named, const store::CleanOptions& options) 
 
 }  // namespace
 
-void guard_user_filestores(const SupervisorConfig& config) {
-  const auto named = filestores_named_by(config.worker_argv, config.base_env, config.store_mode == StoreMode::File,
-                                         store::native_path_style());
+void guard_user_filestores(const std::vector<std::string>& argv, const EnvMap& env, bool run_sets_filestore_var,
+                           bool single_node) {
+  const auto named = filestores_named_by(argv, env, run_sets_filestore_var, store::native_path_style());
   if (named.empty()) return;
   store::CleanOptions options;
-  options.dry_run = config.plan.nnodes > 1 || config.dynamic.has_value();
+  options.dry_run = !single_node;
   for (const auto& n : named) check_one(n, options);
 }
 

@@ -14,8 +14,6 @@
 
 namespace ddp::launcher {
 
-struct SupervisorConfig;  // launcher/supervisor/supervisor_config.hpp
-
 struct NamedFileStore {
   std::string path;   // as written after file:// (absolute, or relative to the working directory)
   std::string where;  // "argument 3" or "$INIT_METHOD", for the messages
@@ -30,10 +28,13 @@ std::vector<NamedFileStore> filestores_named_by(const std::vector<std::string>& 
                                                 bool run_sets_filestore_var,
                                                 store::PathStyle style = store::PathStyle::Posix);
 
-// The I/O shell, called once before the launch (from `run`). One node: removes stale files and
+// The I/O shell, called once before the launch (from `run`, through supervisor_config.hpp's
+// overload) with the workers' argv template and environment. One node: removes stale files and
 // logs what it removed; throws ddp::Error for a FileStore in use, torn with a stuck reader, or not
-// removable; warns about a non-empty file that is not a FileStore. Several nodes (the file is on a shared filesystem
-// where other nodes' users are invisible): never removes, only warns when the file looks stale.
-void guard_user_filestores(const SupervisorConfig& config);
+// removable; warns about a non-empty file that is not a FileStore. Several nodes (`single_node`
+// false: the file is on a shared filesystem where other nodes' users are invisible): never
+// removes, only warns when the file looks stale.
+void guard_user_filestores(const std::vector<std::string>& argv, const EnvMap& env, bool run_sets_filestore_var,
+                           bool single_node);
 
 }  // namespace ddp::launcher

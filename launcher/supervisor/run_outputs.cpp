@@ -8,7 +8,6 @@
 #include <system_error>
 #include <utility>
 
-#include "launcher/supervisor/supervisor_config.hpp"
 #include "launcher/workers/cgroup.hpp"
 
 namespace ddp::launcher {
@@ -45,7 +44,7 @@ std::string output_loss_summary(const FileWriter::Loss& loss, const std::optiona
   return out;
 }
 
-RunOutputs::RunOutputs(const SupervisorConfig& config, nlohmann::json run_info)
+RunOutputs::RunOutputs(const RunOutputsConfig& config, nlohmann::json run_info)
     : metrics(files, config.run_dir, config.metric_patterns, std::move(run_info)),
       filtered(files, config.run_dir, config.duplicate_filters),
       run_dir_(config.run_dir),

@@ -16,8 +16,6 @@
 
 namespace ddp::launcher {
 
-struct SupervisorConfig;  // launcher/supervisor/supervisor_config.hpp
-
 // Whose log a file is (a rank's stdout.log or stderr.log): for what is said when it cannot be written.
 struct LogOwner {
   int attempt = 0;
@@ -33,9 +31,17 @@ std::string write_failure_warning(const FileWriter::Failure& f, const std::optio
 std::string output_loss_summary(const FileWriter::Loss& loss, const std::optional<LogOwner>& owner,
                                 const std::vector<std::string>& last_stderr);
 
+// What the outputs need of the run's config (supervisor_run.hpp's run_outputs_config).
+struct RunOutputsConfig {
+  std::filesystem::path run_dir;
+  bool remove_run_dir = false;                 // a temporary run_dir: it goes at the end unless it keeps something
+  std::vector<MetricPattern> metric_patterns;  // --metric
+  DuplicateFilters duplicate_filters;          // --duplicate-stdout/stderr-filters
+};
+
 struct RunOutputs {
   // run_info: describe_run's (supervisor_config.hpp).
-  RunOutputs(const SupervisorConfig& config, nlohmann::json run_info);
+  RunOutputs(const RunOutputsConfig& config, nlohmann::json run_info);
 
   // run_dir/attempt_N/<local_rank>/{error.json,stdout.log,stderr.log}, torchrun's layout. A new
   // attempt's directory starts empty: torchrun wipes one a previous run left, so no stale rank's

@@ -19,13 +19,8 @@ void close_all(const std::vector<platform::NativeHandle>& handles) {
 RankProcess spawn_rank(int rank, const WorkerLaunch& launch, std::vector<platform::NativeHandle> cgroup_procs,
                        std::vector<int> cpu_affinity) {
   std::string error;
-  auto out = platform::make_output_pipe(error);
-  auto err = out ? platform::make_output_pipe(error) : std::nullopt;
-  if (!out || !err) {
-    if (out) {
-      platform::close_handle(out->read);
-      platform::close_handle(out->write);
-    }
+  auto pipes = platform::make_output_pipes(error);
+  if (!pipes) {
     close_all(cgroup_procs);
     throw Error(
         fmt::format("cannot start rank {}: no pipe for its output ({}); raise the open files limit "
@@ -37,21 +32,21 @@ RankProcess spawn_rank(int rank, const WorkerLaunch& launch, std::vector<platfor
   req.argv = launch.argv;
   req.env.reserve(launch.env.size());
   for (const auto& [k, v] : launch.env) req.env.push_back(k + "=" + v);
-  req.stdout_fd = out->write;
-  req.stderr_fd = err->write;
+  req.stdout_fd = pipes->out.write;
+  req.stderr_fd = pipes->err.write;
   req.cgroup_procs = std::move(cgroup_procs);
   req.cpu_affinity = std::move(cpu_affinity);  // --numa-binding
   auto started = spawn_process(req);
   close_all(req.cgroup_procs);
-  platform::close_handle(out->write);
-  platform::close_handle(err->write);
+  platform::close_handle(pipes->out.write);
+  platform::close_handle(pipes->err.write);
   if (!started.ok()) {
-    platform::close_handle(out->read);
-    platform::close_handle(err->read);
+    platform::close_handle(pipes->out.read);
+    platform::close_handle(pipes->err.read);
     throw Error(fmt::format("cannot start rank {}: {} ({}: {}): {}", rank, launch.argv[0], started.what, started.error,
                             "check the program path, or pass --python/--no-python"));
   }
-  return RankProcess{std::move(started.child), out->read, err->read};
+  return RankProcess{std::move(started.child), pipes->out.read, pipes->err.read};
 }
 
 RankExit rank_exit(const platform::ChildExit& x) {

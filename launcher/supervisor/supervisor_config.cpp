@@ -1,10 +1,11 @@
 // SupervisorConfig's pure members (the config is built by launcher/run/run_options.cpp, in the core).
+#include "launcher/supervisor/supervisor_config.hpp"
+
 #include <algorithm>
 #include <filesystem>
 
 #include "common/env_contract.hpp"
 #include "common/json_bytes.hpp"
-#include "launcher/supervisor/supervisor_config.hpp"
 #include "launcher/supervisor/supervisor_machine.hpp"
 
 namespace ddp::launcher {
@@ -59,7 +60,8 @@ WorkerEnvInput worker_env_input(const SupervisorConfig& config, const RankAssign
   in.virtual_local_rank = config.virtual_local_rank;
   // The error file is <run_dir>/attempt_N/<local_rank>/error.json: the dumps go beside the ranks' dirs.
   if (!error_file.empty()) {
-    in.nccl_trace_prefix = (std::filesystem::path(error_file).parent_path().parent_path() / "nccl_trace_rank_").string();
+    in.nccl_trace_prefix =
+        (std::filesystem::path(error_file).parent_path().parent_path() / "nccl_trace_rank_").string();
   }
   return in;
 }

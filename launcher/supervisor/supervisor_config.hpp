@@ -13,17 +13,13 @@
 #include "launcher/hang/progress_watchdog.hpp"
 #include "launcher/outputs/metrics.hpp"
 #include "launcher/rendezvous/rendezvous.hpp"
+#include "launcher/supervisor/store_mode.hpp"
 #include "launcher/supervisor/restart_budget.hpp"
 #include "launcher/workers/rank_log_lines.hpp"
 #include "launcher/workers/rank_plan.hpp"
 #include "launcher/workers/worker_env.hpp"
 
 namespace ddp::launcher {
-
-// Agent: we host a TCPStore; Rank0: the script's rank 0 does; File: a FileStore file per attempt
-// (workers use init_method="file://..." from {filestore_url} or DDP_FILESTORE_PATH).
-enum class StoreMode { Agent, Rank0, File };
-const char* store_mode_name(StoreMode mode);  // "agent", "rank0", "file"
 
 struct SupervisorConfig {
   std::vector<std::string> worker_argv;  // argv[0] resolved; may hold {rank}-style placeholders

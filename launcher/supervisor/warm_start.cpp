@@ -39,13 +39,12 @@ bool warm_startable(const std::vector<std::string>& argv) {
   return !argv[2].empty() && argv[2][0] != '-';
 }
 
-WarmStart::WarmStart(const SupervisorConfig& config, platform::Containment& containment, platform::ChildExits& exits)
-    : config_(config),
+WarmStart::WarmStart(WarmStartConfig config, platform::Containment& containment, platform::ChildExits& exits)
+    : config_(std::move(config)),
       containment_(containment),
       exits_(exits),
       // A job that cannot restart (--max-restarts 0, static) never starts the process: no CPU for it.
-      enabled_(config.warm_start && warm_startable(config.worker_argv) &&
-               (config.max_restarts > 0 || config.dynamic.has_value())) {}
+      enabled_(config_.enabled && warm_startable(config_.worker_argv) && config_.can_restart) {}
 
 WarmStart::~WarmStart() { platform::close_handle(std::exchange(channel_, platform::kNoHandle)); }
 
@@ -94,9 +93,13 @@ bool WarmStart::take_ready(std::chrono::milliseconds timeout) {
   return false;
 }
 
-void WarmStart::wait_ready(std::chrono::milliseconds bound) {
-  if (!enabled_ || !running() || ready_) return;
-  if (!take_ready(bound) && enabled_) give_up(fmt::format("it had not imported torch after {} ms", bound.count()));
+bool WarmStart::settled() {
+  if (!enabled_ || !running() || ready_) return true;
+  return take_ready(std::chrono::milliseconds(0)) || !enabled_;
+}
+
+void WarmStart::stop_waiting(std::chrono::milliseconds waited) {
+  if (!settled()) give_up(fmt::format("it had not imported torch after {} ms", waited.count()));
 }
 
 std::optional<RankProcess> WarmStart::spawn(int rank, const WorkerLaunch& launch,
@@ -104,39 +107,32 @@ std::optional<RankProcess> WarmStart::spawn(int rank, const WorkerLaunch& launch
                                             const std::vector<int>& cpu_affinity) {
   if (!enabled_ || !running() || !ready_) return std::nullopt;
   std::string error;
-  auto out = platform::make_output_pipe(error);
-  auto err = out ? platform::make_output_pipe(error) : std::nullopt;
-  if (!out || !err) {
-    if (out) {
-      platform::close_handle(out->read);
-      platform::close_handle(out->write);
-    }
-    return std::nullopt;  // spawn_rank says so
-  }
+  auto pipes = platform::make_output_pipes(error);
+  if (!pipes) return std::nullopt;  // spawn_rank says so
   auto argv = nlohmann::json::array();
   for (const auto& a : launch.argv) argv.push_back(hex(a));
   auto env = nlohmann::json::array();
   for (const auto& [k, v] : launch.env) env.push_back({hex(k), hex(v)});
   nlohmann::json req{{"op", "spawn"}, {"argv", argv}, {"env", env}, {"cpus", cpu_affinity}};
-  std::vector<platform::NativeHandle> fds{out->write, err->write};
+  std::vector<platform::NativeHandle> fds{pipes->out.write, pipes->err.write};
   fds.insert(fds.end(), cgroup_procs.begin(), cgroup_procs.end());
   std::optional<std::string> reply;
   platform::adopt_orphans(true);  // the rank's parent exits at once: it becomes ours
   if (platform::send_message(channel_, req.dump(), fds, error))
     reply = platform::receive_message(channel_, kReplyTimeout, error);
   platform::adopt_orphans(false);
-  platform::close_handle(out->write);
-  platform::close_handle(err->write);
+  platform::close_handle(pipes->out.write);
+  platform::close_handle(pipes->err.write);
   auto j = reply ? nlohmann::json::parse(*reply, nullptr, false) : nlohmann::json();
   if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer()) {
-    platform::close_handle(out->read);
-    platform::close_handle(err->read);
+    platform::close_handle(pipes->out.read);
+    platform::close_handle(pipes->err.read);
     give_up(reply ? fmt::format("it could not fork rank {} ({})", rank, *reply)
                   : fmt::format("no answer for rank {} ({})", rank,
                                 error.empty() ? fmt::format("none in {} s", kReplyTimeout.count()) : error));
     return std::nullopt;
   }
-  return RankProcess{Child(j["pid"].get<pid_t>(), nullptr), out->read, err->read};
+  return RankProcess{Child(j["pid"].get<pid_t>(), nullptr), pipes->out.read, pipes->err.read};
 }
 
 void WarmStart::exited(const platform::ChildExit& x) {

@@ -25,12 +25,12 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/supervisor/spawner.hpp"
-#include "launcher/supervisor/supervisor_config.hpp"
 #include "platform/child_exits.hpp"
 #include "platform/containment.hpp"
 
@@ -42,11 +42,19 @@ extern const char* const kWarmStartPy;
 // Whether `argv` is one a warm start can run: [python, -u, SCRIPT, ...] or [python, -u, -m, MODULE, ...].
 bool warm_startable(const std::vector<std::string>& argv);
 
+// What warm starts need of the run's config (supervisor_run.hpp's warm_start_config).
+struct WarmStartConfig {
+  bool enabled = false;                  // --warm-start
+  std::vector<std::string> worker_argv;  // warm_startable() or never started
+  bool can_restart = false;              // --max-restarts > 0 or c10d rounds: otherwise never started
+  std::filesystem::path run_dir;         // warm_modules.txt
+};
+
 class WarmStart {
  public:
   static constexpr int kTag = -1;  // its process' exit, in ChildExits
 
-  WarmStart(const SupervisorConfig& config, platform::Containment& containment, platform::ChildExits& exits);
+  WarmStart(WarmStartConfig config, platform::Containment& containment, platform::ChildExits& exits);
   ~WarmStart();
   WarmStart(const WarmStart&) = delete;
   WarmStart& operator=(const WarmStart&) = delete;
@@ -54,8 +62,12 @@ class WarmStart {
   // An attempt's ranks were started, `first` (local rank 0's launch) with pid `first_pid`: the
   // warm-start process is started if there is none yet, and learns what that rank imports.
   void after_spawn(const WorkerLaunch& first, pid_t first_pid);
-  // Before an attempt's ranks: waits (at most `bound`) until the process has its first imports.
-  void wait_ready(std::chrono::milliseconds bound);
+  // Before an attempt's ranks, without blocking: true once they can be forked warm, or when they
+  // start cold anyway (no warm start, or it gave up); false while the process is still importing
+  // torch (the supervisor asks again on its loop's next turns).
+  bool settled();
+  // The supervisor waited `waited` for the first imports: the ranks start cold from now on, said once.
+  void stop_waiting(std::chrono::milliseconds waited);
   // The rank forked warm, or nullopt: start it cold (and every later one; said once).
   std::optional<RankProcess> spawn(int rank, const WorkerLaunch& launch,
                                    const std::vector<platform::NativeHandle>& cgroup_procs,
@@ -69,7 +81,7 @@ class WarmStart {
   void give_up(const std::string& why);
   bool take_ready(std::chrono::milliseconds timeout);
 
-  const SupervisorConfig& config_;
+  const WarmStartConfig config_;
   platform::Containment& containment_;
   platform::ChildExits& exits_;
   bool enabled_;

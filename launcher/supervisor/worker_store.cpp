@@ -21,20 +21,20 @@ namespace fs = std::filesystem;
 
 namespace ddp::launcher {
 
-WorkerStore::WorkerStore(asio::io_context& io, const SupervisorConfig& config, EventLog& events)
-    : io_(io), config_(config), events_(events) {}
+WorkerStore::WorkerStore(asio::io_context& io, WorkerStoreConfig config, EventLog& events)
+    : io_(io), config_(std::move(config)), events_(events) {}
 
 WorkerStore::~WorkerStore() = default;
 
 std::uint16_t WorkerStore::prepare(Rendezvous* rdzv, pid_t guardian, std::function<void(std::int64_t)> on_arrivals) {
   std::uint16_t port = config_.master_port;
-  if (config_.store_mode == StoreMode::File) prepare_filestore(guardian);
-  const bool hosts_workers = rdzv ? rdzv->is_host() : config_.plan.node_rank == 0;
-  if (config_.store_mode == StoreMode::Agent && hosts_workers) {
+  if (config_.mode == StoreMode::File) prepare_filestore(guardian);
+  const bool hosts_workers = rdzv ? rdzv->is_host() : config_.node_rank == 0;
+  if (config_.mode == StoreMode::Agent && hosts_workers) {
     port = host(rdzv, std::move(on_arrivals));
-  } else if (config_.store_mode == StoreMode::Rank0 && port != 0 && config_.plan.node_rank == 0) {
+  } else if (config_.mode == StoreMode::Rank0 && port != 0 && config_.node_rank == 0) {
     check_rank0_port_free(port);
-  } else if (config_.store_mode != StoreMode::Agent && port == 0) {
+  } else if (config_.mode != StoreMode::Agent && port == 0) {
     // Rank 0 binds the port itself; pick one that is free now and do not hold it.
     asio::ip::tcp::acceptor probe(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     port = probe.local_endpoint().port();
@@ -44,14 +44,14 @@ std::uint16_t WorkerStore::prepare(Rendezvous* rdzv, pid_t guardian, std::functi
 
 std::uint16_t WorkerStore::host(Rendezvous* rdzv, std::function<void(std::int64_t)> on_arrivals) {
   store::ServerConfig sc;
-  sc.host = config_.plan.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
+  sc.host = config_.nnodes > 1 ? "0.0.0.0" : config_.master_addr;
   sc.port = config_.master_port;
   sc.busy_port_advice = "leave --master-port out (a free port is picked) or give another one";
   sc.bad_host_advice = "--master-addr 127.0.0.1 for this node alone";
   sc.connection_limit_advice = " (the embedded store's fixed limit)";
   sc.pending_limit_advice = " (the embedded store's fixed limit)";
   if (rdzv) {
-    sc.host = config_.dynamic->endpoint_host;  // where every node reaches us
+    sc.host = config_.dynamic_host;  // where every node reaches us
     sc.port = 0;
   }
   server_ = std::make_unique<store::StoreServer>(io_, sc);
@@ -70,8 +70,7 @@ std::uint16_t WorkerStore::host(Rendezvous* rdzv, std::function<void(std::int64_
 // --store file: the path is ours for the whole run. A file a killed run left there is removed
 // first; one that live processes use is an error naming them (store::prepare_filestore_path).
 void WorkerStore::prepare_filestore(pid_t guardian) {
-  filestore_ = config_.filestore_path.empty() ? config_.run_dir / "filestore" : config_.filestore_path;
-  filestore_ = fs::absolute(filestore_);
+  filestore_ = fs::absolute(config_.filestore);
   std::error_code ec;
   fs::create_directories(filestore_.parent_path(), ec);
   store::CleanOptions options;
@@ -118,14 +117,14 @@ RendezvousEvidence WorkerStore::evidence(const std::string& master_addr, std::ui
                                          std::vector<WatchedRank> ranks) const {
   RendezvousEvidence ev;
   ev.own_store = server_ != nullptr;
-  ev.file_store = config_.store_mode == StoreMode::File;
+  ev.file_store = config_.mode == StoreMode::File;
   ev.where = fmt::format("the store at {}:{}", master_addr, master_port);
   store::FileStoreLog log;
   std::vector<pid_t> holders;
   if (server_) {
     auto count = server_->state().value("init/");
     ev.arrived = count ? std::atoll(std::string(*count).c_str()) : 0;
-  } else if (config_.store_mode == StoreMode::Rank0) {
+  } else if (config_.mode == StoreMode::Rank0) {
     ev.arrived = rank0_store_arrivals(master_addr, master_port);
     ev.where = fmt::format("rank 0's store at {}:{}", master_addr, master_port);
   } else {

@@ -1,5 +1,5 @@
 #pragma once
-// WorkerStore: the store the workers meet in, per --store (supervisor_config.hpp's StoreMode):
+// WorkerStore: the store the workers meet in, per --store (store_mode.hpp):
 //   agent: the supervisor hosts a TCPStore (node 0's, or the dynamic rendezvous host's);
 //   rank0: the script's rank 0 binds --master-port (checked free before any worker starts, or a
 //          free one picked);
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "launcher/rendezvous/rendezvous_watchdog.hpp"
-#include "launcher/supervisor/supervisor_config.hpp"
+#include "launcher/supervisor/store_mode.hpp"
 
 namespace ddp::store {
 class StoreServer;
@@ -25,10 +25,22 @@ class StoreServer;
 namespace ddp::launcher {
 
 class EventLog;
+class Rendezvous;  // launcher/rendezvous/rendezvous.hpp
+
+// What the store needs of the run's config (supervisor_run.hpp's worker_store_config).
+struct WorkerStoreConfig {
+  StoreMode mode = StoreMode::Agent;
+  std::string master_addr = "127.0.0.1";  // as given: a single node's store binds exactly it
+  std::uint16_t master_port = 0;          // 0: a free one is picked
+  int node_rank = 0;
+  int nnodes = 1;
+  std::filesystem::path filestore;  // --store file: the file (--filestore, or <run_dir>/filestore)
+  std::string dynamic_host;         // --rdzv-backend c10d: where every node reaches this one
+};
 
 class WorkerStore {
  public:
-  WorkerStore(boost::asio::io_context& io, const SupervisorConfig& config, EventLog& events);
+  WorkerStore(boost::asio::io_context& io, WorkerStoreConfig config, EventLog& events);
   ~WorkerStore();
   WorkerStore(const WorkerStore&) = delete;
   WorkerStore& operator=(const WorkerStore&) = delete;
@@ -55,7 +67,7 @@ class WorkerStore {
   void check_rank0_port_free(std::uint16_t port);
 
   boost::asio::io_context& io_;
-  const SupervisorConfig& config_;
+  const WorkerStoreConfig config_;
   EventLog& events_;
   std::unique_ptr<store::StoreServer> server_;
   std::filesystem::path filestore_;

@@ -145,7 +145,9 @@ int probe(const Args& args) {
     auto eq = kv.find('=');
     if (eq != std::string::npos) config.base_env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  RunOutputs outputs(config, nlohmann::json::object());
+  RunOutputsConfig outputs_config;
+  outputs_config.run_dir = config.run_dir;
+  RunOutputs outputs(outputs_config, nlohmann::json::object());
   outputs.begin_attempt(0);
   LogRouter router(io, outputs.console, outputs.files, outputs.metrics, outputs.filtered, [] {});
   auto ranks = start_ranks(args, io, router, outputs, config, server.port());

@@ -273,6 +273,53 @@ def test_the_warm_process_dies_then_ranks_start_cold_said_once():
         shutil.rmtree(root, ignore_errors=True)
 
 
+# Slows the warm-start process alone (its command line carries MARK) before it imports torch.
+SLOW_SITE = r'''
+import time
+with open("/proc/self/cmdline", "rb") as f:
+    if b"ddp-launch's warm-start process" in f.read():
+        time.sleep(60)
+'''
+
+
+def test_a_signal_while_the_restart_waits_for_the_warm_process_is_acted_on_at_once():
+    # The restart's ranks wait (up to 30 s) for the warm-start process to import torch: on the
+    # supervisor's loop, not in it, so a SIGTERM meanwhile ends the job at once.
+    root = tempfile.mkdtemp(prefix="ddp-warm-")
+    try:
+        site = os.path.join(root, "site")
+        os.makedirs(site)
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write(SLOW_SITE)
+        script = os.path.join(root, "fail.py")
+        with open(script, "w") as f:
+            f.write("import sys\nsys.exit(1)\n")
+        env = dict(os.environ, PYTHONPATH=site)
+        env.pop("DDP_WARM_START", None)
+        ev = os.path.join(root, "events.jsonl")
+        cmd = [DDP_LAUNCH, "run", "--python", PYTHON, "--nproc-per-node", "2", "--max-restarts", "3",
+               "--warm-start", "on", "--run-dir", os.path.join(root, "run"), "--events", ev, script]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+        deadline = time.time() + 120
+        restarting = False
+        while not restarting and time.time() < deadline and p.poll() is None:
+            restarting = any(e["event"] == "restarting" for e in read_events(ev)) if os.path.exists(ev) else False
+            time.sleep(0.05)
+        check(restarting, "the job never restarted")
+        time.sleep(1.5)  # past the back-off: the restart now waits for the warm-start process
+        check(p.poll() is None, f"the job ended before the signal: {p.returncode}")
+        check(warm_processes(p.pid), "no warm-start process to wait for")
+        sent = time.time()
+        p.send_signal(15)
+        _, err = p.communicate(timeout=120)
+        took = time.time() - sent
+        check(took < 10, f"SIGTERM took {took:.1f} s to end the job (the loop was blocked): {err[-2000:]}")
+        check(p.returncode != 0, f"exit {p.returncode} after SIGTERM")
+        check(not warm_processes(p.pid), "the warm-start process outlived the job")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_warm_start_on_is_refused_for_no_python_with_a_warning():
     r = subprocess.run([DDP_LAUNCH, "run", "--nproc-per-node", "1", "--warm-start", "on", "--no-python", "true"],
                        capture_output=True, text=True, timeout=60)
@@ -285,5 +332,6 @@ if __name__ == "__main__":
         test_a_warm_module_rank_sees_exactly_what_a_cold_one_does,
         test_the_warm_process_has_one_thread_no_cuda_and_preloads_what_ranks_imported,
         test_the_warm_process_dies_then_ranks_start_cold_said_once,
+        test_a_signal_while_the_restart_waits_for_the_warm_process_is_acted_on_at_once,
         test_warm_start_on_is_refused_for_no_python_with_a_warning,
     ])

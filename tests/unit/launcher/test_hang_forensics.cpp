@@ -16,7 +16,6 @@
 #include "launcher/outputs/log_router.hpp"
 #include "launcher/supervisor/run_outputs.hpp"
 #include "launcher/supervisor/spawner.hpp"
-#include "launcher/supervisor/supervisor_config.hpp"
 #include "platform/proc.hpp"
 #include "tests/unit/temp_dir.hpp"
 
@@ -30,7 +29,7 @@ constexpr const char* kPython = "/usr/bin/python3";
 
 struct Rig {
   ddp::test::TempDir dir{"hang_forensics_test"};
-  SupervisorConfig config;
+  RunOutputsConfig config;
   std::unique_ptr<RunOutputs> outputs;
   boost::asio::io_context io;
   std::unique_ptr<LogRouter> router;

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "launcher/supervisor/run_outputs.hpp"
-#include "launcher/supervisor/supervisor_config.hpp"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;
@@ -21,8 +20,8 @@ fs::path make_run_dir() {
   return tmpl;
 }
 
-SupervisorConfig config_for(const fs::path& run_dir, bool temporary) {
-  SupervisorConfig c;
+RunOutputsConfig config_for(const fs::path& run_dir, bool temporary) {
+  RunOutputsConfig c;
   c.run_dir = run_dir;
   c.remove_run_dir = temporary;
   return c;
