@@ -33,9 +33,9 @@ TEST_CASE("exit codes and kills arrive by tag, each once") {
   auto a = spawn_process(test::child_request({"exit", "0"}));
   auto b = spawn_process(test::child_request({"sleep", "60000"}));
   auto c = spawn_process(test::child_request({"exit", "42"}));
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  REQUIRE(c.ok());
+  REQUIRE_MESSAGE(a.ok(), a.what << ": " << a.error);
+  REQUIRE_MESSAGE(b.ok(), b.what << ": " << b.error);
+  REQUIRE_MESSAGE(c.ok(), c.what << ": " << c.error);
   watcher.watch(a.child, 0);
   watcher.watch(b.child, 1);
   watcher.watch(c.child, 2);
