@@ -13,8 +13,13 @@ std::vector<std::optional<std::string>> devices_of_local_ranks(const std::option
     for (int i = 0; i < nproc && i < device_count; ++i) out[static_cast<std::size_t>(i)] = std::to_string(i);
     return out;
   }
+  const auto visible = visible_devices(*cuda_visible_devices);
+  for (std::size_t i = 0; i < out.size() && i < visible.size(); ++i) out[i] = visible[i];
+  return out;
+}
+
+std::vector<std::string> visible_devices(std::string_view list) {
   std::vector<std::string> visible;
-  std::string_view list = *cuda_visible_devices;
   while (true) {
     auto comma = list.find(',');
     std::string_view entry = list.substr(0, comma);
@@ -25,8 +30,7 @@ std::vector<std::optional<std::string>> devices_of_local_ranks(const std::option
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
-  for (std::size_t i = 0; i < out.size() && i < visible.size(); ++i) out[i] = visible[i];
-  return out;
+  return visible;
 }
 
 std::optional<LowUtilAlert> LowUtilDetector::on_sample(std::chrono::milliseconds t, unsigned util_percent) {

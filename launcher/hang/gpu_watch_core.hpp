@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/gpu.hpp"
@@ -22,6 +23,9 @@ struct GpuWatchConfig {
 // the list or beyond device_count (when unset): nullopt, not watched.
 std::vector<std::optional<std::string>> devices_of_local_ranks(const std::optional<std::string>& cuda_visible_devices,
                                                                int nproc, int device_count);
+// The devices a CUDA_VISIBLE_DEVICES value makes visible, in order (indices or UUIDs, spaces
+// trimmed), up to its first empty or "-1" entry, as CUDA reads it.
+std::vector<std::string> visible_devices(std::string_view cuda_visible_devices);
 
 // One rank's GPU at one moment, as GpuWatch (gpu_watch.hpp) hands it on.
 struct GpuSample {

@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <sstream>
 #include <utility>
 
 #include "common/gpu.hpp"
+#include "launcher/hang/gpu_watch_core.hpp"
 
 namespace ddp::launcher {
 namespace {
@@ -26,10 +26,7 @@ GpuReleaseGate::GpuReleaseGate(boost::asio::io_context& io, std::chrono::millise
     return;
   }
   if (cuda_visible_devices) {
-    std::stringstream in(*cuda_visible_devices);
-    for (std::string d; std::getline(in, d, ',');) {
-      if (!d.empty()) devices_.push_back(d);
-    }
+    devices_ = visible_devices(*cuda_visible_devices);
   } else {
     for (int i = 0; i < nvml_->count().value_or(0); ++i) devices_.push_back(std::to_string(i));
   }

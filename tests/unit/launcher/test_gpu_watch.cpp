@@ -26,6 +26,12 @@ TEST_CASE("CUDA_VISIBLE_DEVICES order maps local ranks; an invalid entry ends th
   CHECK_FALSE(none[0]);
 }
 
+TEST_CASE("the visible devices (the GPU release gate's) are CUDA's reading of the list") {
+  CHECK(visible_devices("3, 1,GPU-abc") == std::vector<std::string>{"3", "1", "GPU-abc"});
+  CHECK(visible_devices("2,-1,3") == std::vector<std::string>{"2"});
+  CHECK(visible_devices("").empty());
+}
+
 TEST_CASE("low utilisation for the whole window warns once, with the window's mean") {
   LowUtilDetector d(50, 60s);
   CHECK_FALSE(d.on_sample(0s, 30));
