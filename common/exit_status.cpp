@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/signals.hpp"
+#include "platform/stack_dump.hpp"
 
 namespace ddp {
 
@@ -19,7 +20,9 @@ ExitStatus ExitStatus::from_wait_status(int wait_status) {
 std::string describe_exit(const ExitStatus& status, const std::optional<std::string>& oom_evidence) {
   // Windows' 32-bit codes: an NTSTATUS (0xC0000005, an access violation) reads as itself.
   if (status.signal == 0 && status.exit_code < -255) {
-    return fmt::format("exited with code 0x{:08X}", static_cast<unsigned>(status.exit_code));
+    const auto code = static_cast<unsigned>(status.exit_code);
+    return fmt::format("exited with code 0x{:08X}{}", code,
+                       code == platform::kStackDumpCode ? " (the stack dump a hang asked for)" : "");
   }
   if (status.signal == 0) return fmt::format("exited with code {}", status.exit_code);
   if (oom_evidence)

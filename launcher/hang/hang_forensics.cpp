@@ -1,58 +1,33 @@
 #include "launcher/hang/hang_forensics.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
-#include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <system_error>
 
 #include "launcher/outputs/log_router.hpp"
+#include "platform/child_wait.hpp"
+#include "platform/host.hpp"
+#include "platform/pipe.hpp"
 #include "platform/proc.hpp"
+#include "platform/programs.hpp"
+#include "platform/signal_numbers.hpp"
 #include "platform/spawn.hpp"
-
-extern char** environ;
+#include "platform/stack_dump.hpp"
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 namespace ddp::launcher {
 
-std::optional<std::filesystem::path> find_on_path(std::string_view name, std::string_view path_env) {
-  while (!path_env.empty()) {
-    auto colon = path_env.find(':');
-    auto dir = path_env.substr(0, colon);
-    if (!dir.empty()) {
-      std::filesystem::path candidate = std::filesystem::path(dir) / name;
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-    if (colon == std::string_view::npos) break;
-    path_env.remove_prefix(colon + 1);
-  }
-  return std::nullopt;
-}
-
 HangForensicsOptions default_hang_forensics_options() {
   HangForensicsOptions o;
-  const char* path = std::getenv("PATH");
-  o.gdb = find_on_path("gdb", path ? path : "");
+  if (auto gdb = platform::find_program("gdb")) o.gdb = *gdb;
   return o;
-}
-
-bool runs_python(pid_t pid) {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
-  return !ec && exe.filename().string().starts_with("python");
 }
 
 namespace {
@@ -64,8 +39,8 @@ struct TargetState {
   StackTarget t;
   bool python = false;
   // gdb
-  pid_t gdb_pid = -1;
-  std::unique_ptr<asio::posix::stream_descriptor> gdb_pipe;
+  Child gdb;
+  std::unique_ptr<platform::PipeStream> gdb_pipe;
   std::vector<char> buf;
   std::string gdb_out;
   bool gdb_eof = false;
@@ -80,8 +55,8 @@ struct TargetState {
 
 std::vector<std::string> environment_for_gdb() {
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    if (!std::string_view(*e).starts_with("LC_ALL=")) env.emplace_back(*e);
+  for (const auto& [name, value] : platform::environment()) {
+    if (name != "LC_ALL") env.push_back(name + "=" + value);
   }
   env.emplace_back("LC_ALL=C");  // the parser reads gdb's English
   return env;
@@ -135,7 +110,7 @@ void HangForensics::Collection::begin() {
     ts->stacks.rank = ts->t.rank;
     ts->stacks.local_rank = ts->t.local_rank;
     ts->stacks.pid = ts->t.pid;
-    ts->python = runs_python(ts->t.pid);
+    ts->python = platform::runs_python(ts->t.pid);
     ts->stacks.source = ts->python ? StackSource::Faulthandler : StackSource::SdkHandler;
     if (!ts->python) {
       if (!opt.gdb)
@@ -159,26 +134,27 @@ void HangForensics::Collection::arm_poll() {
 }
 
 bool HangForensics::Collection::start_gdb(TargetState& ts) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    ts.gdb_problem = fmt::format("no pipe for gdb: {}", std::strerror(errno));
+  std::string error;
+  auto pipe = platform::make_output_pipe(error);
+  if (!pipe) {
+    ts.gdb_problem = fmt::format("no pipe for gdb: {}", error);
     return false;
   }
   SpawnRequest req;
   req.program = opt.gdb->string();
   req.argv = {"gdb", "-p", std::to_string(ts.t.pid), "-batch", "-nx", "-ex", "thread apply all bt"};
   req.env = environment_for_gdb();
-  req.stdout_fd = fds[1];
-  req.stderr_fd = fds[1];
+  req.stdout_fd = pipe->write;
+  req.stderr_fd = pipe->write;
   auto res = spawn_process(req);
-  ::close(fds[1]);
+  platform::close_handle(pipe->write);
   if (!res.ok()) {
-    ::close(fds[0]);
+    platform::close_handle(pipe->read);
     ts.gdb_problem = fmt::format("gdb ({}) could not start: {}: {}", req.program, res.what, res.error);
     return false;
   }
-  ts.gdb_pid = res.child.pid();
-  ts.gdb_pipe = std::make_unique<asio::posix::stream_descriptor>(io, fds[0]);
+  ts.gdb = std::move(res.child);
+  ts.gdb_pipe = std::make_unique<platform::PipeStream>(io, pipe->read);
   ts.buf.resize(16384);
   read_gdb(ts);
   return true;
@@ -198,14 +174,13 @@ void HangForensics::Collection::read_gdb(TargetState& ts) {
 
 // Whether this target's gdb is still running; when it has ended, its output is judged.
 bool HangForensics::Collection::poll_gdb(TargetState& ts) {
-  if (ts.gdb_pid < 0) return false;
-  int status = 0;
-  if (!ts.gdb_eof || ::waitpid(ts.gdb_pid, &status, WNOHANG) != ts.gdb_pid) {
+  if (!ts.gdb) return false;
+  if (!ts.gdb_eof || !platform::reap_child(ts.gdb, false)) {
     if (Clock::now() - start < opt.gdb_timeout) return true;
     stop_gdb(ts, fmt::format("gdb gave no stack within {} ms", opt.gdb_timeout.count()));
     return false;
   }
-  ts.gdb_pid = -1;
+  ts.gdb = Child();
   ts.gdb_pipe.reset();
   auto threads = parse_gdb(ts.gdb_out);
   if (threads.empty()) {
@@ -220,13 +195,11 @@ bool HangForensics::Collection::poll_gdb(TargetState& ts) {
 }
 
 void HangForensics::Collection::stop_gdb(TargetState& ts, const std::string& problem) {
-  if (ts.gdb_pid < 0) return;
-  ::kill(-ts.gdb_pid, SIGKILL);  // its own process group (new session)
-  ::kill(ts.t.pid, SIGCONT);     // a gdb killed while attached may leave its rank stopped
-  int status = 0;
-  while (::waitpid(ts.gdb_pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  ts.gdb_pid = -1;
+  if (!ts.gdb) return;
+  ts.gdb.signal_group(sig::kKill);         // its own process group (new session)
+  platform::continue_process(ts.t.pid);    // a gdb killed while attached may leave its rank stopped
+  platform::reap_child(ts.gdb, true);
+  ts.gdb = Child();
   ts.gdb_pipe.reset();
   ts.gdb_problem = problem;
 }
@@ -262,8 +235,6 @@ void HangForensics::Collection::signal_phase() {
       ts->done = true;
       continue;
     }
-    rlimit no_core{0, 0};
-    ::prlimit(ts->t.pid, RLIMIT_CORE, &no_core, nullptr);  // best effort: it may be gone
     ts->capture = capture_stream(ts->t.output->err, [self = shared_from_this()] {
       asio::post(self->io, [self] {
         if (!self->finished && !self->gdb_phase) self->check_signalled();
@@ -278,11 +249,12 @@ void HangForensics::Collection::signal_phase() {
   }
   // All at once: a rank's death must not change the stacks of those still waiting for it.
   for (auto* ts : to_signal) {
-    if (::kill(ts->t.pid, SIGABRT) == 0) {
+    auto why_not = platform::request_stack_dump(ts->t.pid);
+    if (why_not.empty()) {
       ts->signalled = true;
       continue;
     }
-    ts->stacks.missing = fmt::format("SIGABRT could not be sent: {}", std::strerror(errno));
+    ts->stacks.missing = std::move(why_not);
     ts->done = true;
   }
   check_signalled();
@@ -317,15 +289,16 @@ void HangForensics::Collection::build_from_capture(TargetState& ts) {
   const bool late = !ts.done;
   if (ts.python) {
     ts.stacks.missing =
-        late ? fmt::format("no faulthandler traceback on its stderr within {} ms of SIGABRT", opt.bound.count())
-             : "no faulthandler traceback on its stderr after SIGABRT (the program turned "
-               "faulthandler off, or PYTHONFAULTHANDLER was set empty)";
+        late ? fmt::format("no faulthandler traceback on its stderr within {} ms of {}", opt.bound.count(),
+                           platform::stack_dump_name())
+             : fmt::format("no faulthandler traceback on its stderr after {} (the program turned "
+                           "faulthandler off, or PYTHONFAULTHANDLER was set empty)",
+                           platform::stack_dump_name());
     return;
   }
-  ts.stacks.missing = fmt::format(
-      "{}; and no backtrace on its stderr after SIGABRT (link the worker SDK "
-      "for its SIGABRT handler)",
-      ts.gdb_problem.empty() ? "no gdb" : ts.gdb_problem);
+  ts.stacks.missing = fmt::format("{}; and no backtrace on its stderr after {} ({})",
+                                  ts.gdb_problem.empty() ? "no gdb" : ts.gdb_problem, platform::stack_dump_name(),
+                                  platform::native_stack_dump_hint());
 }
 
 void HangForensics::Collection::abandon() {

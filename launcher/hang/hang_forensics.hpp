@@ -3,21 +3,20 @@
 // to a stacks file with a summary that names the odd rank out (launcher/hang/stack_report.hpp). Runs on
 // the supervisor's Asio loop and never blocks it; `done` always comes, within `bound`.
 //
-//   1. native ranks (/proc/PID/exe is not a python), when gdb is there: `gdb -p PID -batch -nx -ex
+//   1. native ranks (their executable is not a python: platform::runs_python), when gdb is there: `gdb -p PID -batch -nx -ex
 //      'thread apply all bt'`, all at once, each within gdb_timeout. gdb stops a rank only while it
 //      reads it, so the others' stacks are what the hang left.
-//   2. then, all at once: SIGABRT to every Python rank (a stopped rank, SIGSTOP or a debugger's,
-//      cannot act on it: it is named as stopped at once instead of waited for) (PYTHONFAULTHANDLER=1, set by
-//      worker_env: faulthandler writes every thread's traceback to stderr, then the process dies; its RLIMIT_CORE is
-//      set to 0 first, so no core file is left) and to every native rank gdb could not read (the worker SDK's handler
-//      writes a backtrace: worker/stack_dump.hpp). The dump arrives on the rank's stderr pipe, which the log router
+//   2. then, all at once, platform/stack_dump.hpp's request (POSIX: SIGABRT, no core file; Windows: an
+//      exception raised in the rank by a thread started in it) to every Python rank (a stopped rank, SIGSTOP
+//      or a debugger's, cannot act on it: it is named as stopped at once instead of waited for)
+//      (PYTHONFAULTHANDLER=1, set by worker_env: faulthandler writes every thread's traceback to stderr, then
+//      the process dies) and to every native rank gdb could not read (POSIX: the worker SDK's handler writes a
+//      backtrace: worker/stack_dump.hpp). The dump arrives on the rank's stderr pipe, which the log router
 //      reads (capture_stream): it ends at the pipe's end, or `exit_grace` after the rank is gone (a child that
 //      inherited the pipe keeps it open), or at the bound.
 //
-// The signalled ranks die of SIGABRT: the supervisor, which kills the group next anyway, must
+// The signalled ranks die of it (SIGABRT; Windows: exit code platform::kStackDumpCode): the supervisor, which kills the group next anyway, must
 // neither restart nor tear down the group on those exits before `done` (the stacks would be cut).
-#include <sys/types.h>
-
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "launcher/hang/stack_report.hpp"
+#include "platform/pid.hpp"
 #include "platform/proc.hpp"
 
 namespace ddp::launcher {
@@ -46,7 +46,7 @@ struct HangForensicsOptions {
   std::chrono::milliseconds bound{10000};       // `done` comes within this
   std::chrono::milliseconds gdb_timeout{6000};  // the gdb runs (together) are stopped after this
   std::chrono::milliseconds exit_grace{300};    // a signalled rank gone: its last bytes are read by then
-  std::optional<std::filesystem::path> gdb;     // nullopt: no gdb (every rank takes the SIGABRT route)
+  std::optional<std::filesystem::path> gdb;     // nullopt: no gdb (every rank takes the stack-dump request's route)
   SourceLineReader read_line = read_source_line;
 };
 
@@ -55,9 +55,7 @@ struct HangForensicsOptions {
 // by a tracer, pid 812 (gdb -p 4242): ...".
 std::string stopped_rank_text(pid_t pid, const proc::StoppedProcess& s);
 
-// `name` found in the directories of `path_env` (a PATH value): the first executable file.
-std::optional<std::filesystem::path> find_on_path(std::string_view name, std::string_view path_env);
-// Options with gdb from this process's PATH.
+// Options with gdb from this process's PATH (platform::find_program).
 HangForensicsOptions default_hang_forensics_options();
 
 struct HangForensicsResult {
@@ -90,8 +88,5 @@ class HangForensics {
   HangForensicsOptions options_;
   std::shared_ptr<Collection> current_;
 };
-
-// Whether `pid` runs a Python interpreter (its /proc/PID/exe is named python*).
-bool runs_python(pid_t pid);
 
 }  // namespace ddp::launcher

@@ -148,7 +148,7 @@ std::optional<StackFrame> parse_backtrace_symbol(std::string_view line) {
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 std::string_view basename_of(std::string_view path) {
-  auto slash = path.rfind('/');
+  auto slash = path.find_last_of("/\\");  // a Windows rank's paths: C:\\ddp\\train.py
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
@@ -233,14 +233,31 @@ std::vector<ThreadStack> parse_stacks(StackSource source, std::string_view text)
   return {};
 }
 
+// A Windows Python's path as a POSIX one, lower case (C:\\Python311\\Lib\\threading.py →
+// c:/python311/lib/threading.py); a path without a backslash as it is.
+std::string posix_form(std::string_view file) {
+  std::string out(file);
+  if (file.find('\\') == std::string_view::npos) return out;
+  for (char& c : out) c = c == '\\' ? '/' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Windows keeps the standard library in <prefix>\\Lib (C:\\Python311\\Lib\\threading.py).
+bool in_windows_python_lib(std::string_view file) {
+  auto lib = file.find("/lib/");
+  return lib != std::string_view::npos && contains(file.substr(0, lib), "python");
+}
+
 bool is_user_frame(const StackFrame& frame, StackSource source) {
   const std::string_view file = frame.file;
   switch (source) {
-    case StackSource::Faulthandler:
+    case StackSource::Faulthandler: {
       if (file.empty()) return false;
       if (file.starts_with('<')) return file == "<string>" || file == "<stdin>";
-      return !contains(file, "/site-packages/") && !contains(file, "/dist-packages/") &&
-             !contains(file, "/lib/python") && !contains(file, "/torch/");
+      const std::string f = posix_form(file);
+      return !contains(f, "/site-packages/") && !contains(f, "/dist-packages/") && !contains(f, "/lib/python") &&
+             !contains(f, "/torch/") && (f == file || !in_windows_python_lib(f));
+    }
     case StackSource::Gdb:
       // glibc's own sources show as "./nptl/…" or "../sysdeps/…"; a build's relative paths
       // ("../src/train.cpp", as Ninja compiles them) are the program's.
@@ -298,7 +315,7 @@ RankPosition locate(const RankStacks& stacks) {
   }
   if (stacks.source == StackSource::Faulthandler) {
     for (const auto& f : t->frames) {
-      if (contains(f.file, "torch/distributed/")) {
+      if (contains(posix_form(f.file), "torch/distributed/")) {
         pos.collective = f.function;
         break;
       }

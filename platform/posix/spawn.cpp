@@ -1,4 +1,5 @@
 #include "platform/spawn.hpp"
+#include "platform/child_wait.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -120,5 +121,20 @@ SpawnResult spawn_process(const SpawnRequest& request) {
   result.child = Child(pid, nullptr);
   return result;
 }
+
+namespace platform {
+
+bool reap_child(const Child& child, bool wait) {
+  if (!child) return true;
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(child.pid(), &status, wait ? 0 : WNOHANG);
+    if (r == child.pid()) return true;
+    if (r < 0 && errno == EINTR) continue;
+    return r < 0;  // ECHILD: reaped already
+  }
+}
+
+}  // namespace platform
 
 }  // namespace ddp

@@ -1,6 +1,7 @@
 // platform/spawn.hpp on Windows: CreateProcessW (suspended, a new console process group, only the
 // named handles inherited), a Job Object of its own, then resumed.
 #include "platform/spawn.hpp"
+#include "platform/child_wait.hpp"
 
 #include <algorithm>
 #include <cwctype>
@@ -201,5 +202,14 @@ SpawnResult spawn_process(const SpawnRequest& request) {
   r.child = Child(static_cast<pid_t>(pi.dwProcessId), std::move(native));
   return r;
 }
+
+namespace platform {
+
+bool reap_child(const Child& child, bool wait) {
+  if (!child || !child.native() || !child.native()->process) return true;
+  return WaitForSingleObject(child.native()->process.get(), wait ? INFINITE : 0) == WAIT_OBJECT_0;
+}
+
+}  // namespace platform
 
 }  // namespace ddp

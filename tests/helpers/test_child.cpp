@@ -19,6 +19,12 @@
 //                          death tie), print "orphan <its pid>", and exit at once: it is orphaned
 //   alive PID[:START]...   "PID alive" or "PID gone" for each: gone also when the pid now belongs
 //                          to a process started at another time (Wine's tasklist lists nothing)
+//   dump FILE MS           what Python's faulthandler does with PYTHONFAULTHANDLER=1, for a process
+//                          that platform/stack_dump.hpp asks for its stacks: a handler (POSIX: SIGABRT;
+//                          Windows: a vectored exception handler, for error exceptions of any thread)
+//                          that writes faulthandler's text for two frames to stderr and lets the
+//                          process die as it would. Writes "ready" to FILE once the handler is in,
+//                          then sleeps MS ("hangs")
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -30,6 +36,12 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
 
 #include "platform/host.hpp"
 #include "platform/proc.hpp"
@@ -109,6 +121,46 @@ int ctrl(const char* ms) {
   return 42;
 }
 
+// faulthandler's all-threads dump of a rank hung in a collective (its format: Python/traceback.c).
+#ifdef _WIN32
+constexpr char kDumpText[] =
+    "Windows fatal exception: code 0xe0dd0001\n\n"
+    "Thread 0x00000e10 (most recent call first):\n"
+    "  File \"C:\\ddp\\train.py\", line 7 in wait_for_peers\n"
+    "  File \"C:\\ddp\\train.py\", line 12 in <module>\n";
+
+LONG WINAPI on_exception(EXCEPTION_POINTERS* e) {
+  const DWORD code = e->ExceptionRecord->ExceptionCode;
+  if ((code & 0x80000000u) == 0 || code == 0xE06D7363u) return EXCEPTION_CONTINUE_SEARCH;  // as faulthandler
+  DWORD written = 0;
+  WriteFile(GetStdHandle(STD_ERROR_HANDLE), kDumpText, sizeof(kDumpText) - 1, &written, nullptr);
+  return EXCEPTION_CONTINUE_SEARCH;
+}
+
+void install_dump_handler() { AddVectoredExceptionHandler(1, on_exception); }
+#else
+constexpr char kDumpText[] =
+    "Fatal Python error: Aborted\n\n"
+    "Thread 0x00007f0000000e10 (most recent call first):\n"
+    "  File \"/ddp/train.py\", line 7 in wait_for_peers\n"
+    "  File \"/ddp/train.py\", line 12 in <module>\n";
+
+void on_abort(int) {
+  [[maybe_unused]] auto n = ::write(2, kDumpText, sizeof(kDumpText) - 1);
+  std::signal(SIGABRT, SIG_DFL);
+  std::raise(SIGABRT);
+}
+
+void install_dump_handler() { std::signal(SIGABRT, on_abort); }
+#endif
+
+int dump(const char* ready_file, const char* ms) {
+  install_dump_handler();
+  std::ofstream(ready_file) << "ready\n";
+  sleep_ms(ms);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +215,7 @@ int main(int argc, char** argv) {
     return fails ? 1 : 0;
   }
   if (mode == "ctrl" && argc > 2) return ctrl(argv[2]);
+  if (mode == "dump" && argc > 3) return dump(argv[2], argv[3]);
   if (mode == "orphan" && argc > 2) return orphan(argc, argv);
   if (mode == "alive") {
     for (int i = 2; i < argc; ++i) {
@@ -178,6 +231,6 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | cwd | "
                "tree MS FILE | hold FILE MS | hold-env NAME MS | hold-in DIR NAME MS | ctrl MS | orphan MODE ARGS... | "
-               "alive PID...\n");
+               "alive PID... | dump FILE MS\n");
   return 2;
 }

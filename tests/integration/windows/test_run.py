@@ -2,6 +2,7 @@
 rank named in the summary, restarts, per-rank logs, --events, Ctrl-C, and a supervisor ended with
 `taskkill /F` taking every worker and grandchild with it (their Job Objects)."""
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -225,6 +226,42 @@ def test_ctrl_c_stops_the_group_and_exits_130():
                 proc.kill()
 
 
+def linux_path(windows):
+    """A path a Windows program under Wine wrote (Z:\\tmp\\x) as this machine's (/tmp/x)."""
+    return windows[2:].replace("\\", "/") if windows[:2].upper() == "Z:" else windows
+
+
+def test_a_hung_python_rank_gives_every_threads_stack():
+    # Issue 27: Windows has no SIGABRT. The supervisor raises an exception in each hung Python rank
+    # from a thread it starts there (platform/stack_dump.hpp); faulthandler's vectored exception
+    # handler writes the tracebacks. This machine has no Windows Python: the rank is ddp-test-child's
+    # `dump` mode, named python.exe so the supervisor takes it for one, whose vectored handler writes
+    # faulthandler's text. Real here: the remote thread, the exception reaching the rank's handler,
+    # the dump on the rank's stderr, the stacks file and the summary.
+    with tempfile.TemporaryDirectory(prefix="ddp-win-") as tmp:
+        python = os.path.join(tmp, "python.exe")
+        shutil.copy(CHILD, python)
+        events = os.path.join(tmp, "events.jsonl")
+        start = time.monotonic()
+        r = run_exe("run", "--nproc-per-node", "2", "--hang-timeout", "3", "--events", windows_path(events),
+                    "--run-dir", windows_path(os.path.join(tmp, "run")), "--no-python", windows_path(python), "dump",
+                    windows_path(os.path.join(tmp, "ready_{rank}")), "120000", timeout=120)
+        took = time.monotonic() - start
+        check(r.returncode != 0, f"a hung job exits non-zero; stderr: {r.stderr}")
+        hangs = [e for e in read_events(events) if e["event"] == "hang_detected"]
+        check(len(hangs) == 1, f"one hang_detected expected: {hangs}; stderr: {r.stderr}")
+        stacks_file = hangs[0]["stacks_file"]
+        check(stacks_file, f"no stacks file: {hangs[0]}; stderr: {r.stderr}")
+        with open(linux_path(stacks_file), encoding="utf-8", errors="replace") as f:
+            stacks = f.read()
+        check(stacks.count("wait_for_peers") >= 2, f"both ranks' tracebacks: {stacks[:3000]}")
+        check("Windows fatal exception: code 0xe0dd0001" in stacks, f"the dump's header: {stacks[:3000]}")
+        check("train.py:7 wait_for_peers" in r.stderr, f"the summary names the frame: {r.stderr[-3000:]}")
+        check("not taken" not in r.stderr, f"stacks said not taken: {r.stderr[-3000:]}")
+        check(took < 60, f"the run took {took:.1f} s (hang timeout 3 s, bound 10 s)")
+        print(f"hang stacks under Wine: the whole run took {took:.1f} s (3 s of it the hang timeout)")
+
+
 def test_non_ascii_arguments_reach_the_worker():
     # Issue 25, 3.8: main's argv holds the ANSI code page's text ('?' for 中, é as one byte that is
     # not UTF-8), so cmd.exe got `type …\?.txt`. The arguments now come from the UTF-16 command line.
@@ -240,6 +277,7 @@ def test_non_ascii_arguments_reach_the_worker():
 
 
 run_tests([
+    test_a_hung_python_rank_gives_every_threads_stack,
     test_non_ascii_arguments_reach_the_worker,
     test_each_rank_gets_torchruns_environment,
     test_placeholders_are_filled_in_per_rank,

@@ -50,5 +50,7 @@ TEST_CASE("the event fields: one of exit_code and signal is null, and they read 
 
 TEST_CASE("describe_exit: a Windows NTSTATUS code reads in hex") {
   CHECK(describe_exit(ExitStatus::exited(static_cast<int>(0xC0000005u))) == "exited with code 0xC0000005");
+  CHECK(describe_exit(ExitStatus::exited(static_cast<int>(0xE0DD0001u))) ==
+        "exited with code 0xE0DD0001 (the stack dump a hang asked for)");
   CHECK(describe_exit(ExitStatus::exited(-1)) == "exited with code -1");
 }

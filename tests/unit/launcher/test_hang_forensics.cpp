@@ -244,9 +244,3 @@ TEST_CASE("one collection at a time; a stacks file that cannot be written is rep
   CHECK(first->write_error.find("/proc/no/such/dir/stacks.txt") != std::string::npos);
   CHECK(!forensics.busy());
 }
-
-TEST_CASE("find_on_path: the first executable in PATH's directories") {
-  CHECK(find_on_path("sh", "/nonexistent:/bin:/usr/bin") == fs::path("/bin/sh"));
-  CHECK(!find_on_path("sh", ""));
-  CHECK(!find_on_path("no-such-program-here", "/bin:/usr/bin"));
-}

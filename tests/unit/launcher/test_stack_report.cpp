@@ -63,6 +63,27 @@ constexpr std::string_view kSdk = R"(ddp-worker: SIGABRT backtrace (pid 77, thre
 ddp-worker: end of backtrace
 )";
 
+// The same hang on Windows (CPython's faulthandler, its vectored exception handler on
+// platform/stack_dump.hpp's exception): backslashed paths, the standard library in <prefix>\Lib,
+// \r\n line ends. No thread is current: the exception's thread is not a Python one.
+constexpr std::string_view kWinRank0 =
+    "Windows fatal exception: code 0xe0dd0001\r\n\r\n"
+    "Thread 0x00001a2c (most recent call first):\r\n"
+    "  File \"C:\\Python311\\Lib\\site-packages\\torch\\distributed\\distributed_c10d.py\", line 1541 in "
+    "all_reduce\r\n"
+    "  File \"C:\\w\\train.py\", line 88 in main\r\n"
+    "  File \"C:\\w\\train.py\", line 99 in <module>\r\n";
+constexpr std::string_view kWinRank1 =
+    "Windows fatal exception: code 0xe0dd0001\r\n\r\n"
+    "Thread 0x00000f00 (most recent call first):\r\n"
+    "  File \"C:\\Users\\me\\AppData\\Local\\Programs\\Python\\Python311\\Lib\\threading.py\", line 324 in "
+    "wait\r\n"
+    "\r\n"
+    "Thread 0x00001b3c (most recent call first):\r\n"
+    "  File \"C:\\w\\train.py\", line 41 in load_batch\r\n"
+    "  File \"C:\\w\\train.py\", line 85 in main\r\n"
+    "  File \"C:\\w\\train.py\", line 99 in <module>\r\n";
+
 RankStacks rank_of(int rank, StackSource source, std::string_view text) {
   RankStacks r;
   r.rank = r.local_rank = rank;
@@ -125,6 +146,17 @@ TEST_CASE("the summary names the odd rank out and quotes its line; the others wa
   // No source to quote: the frame alone.
   CHECK(summarize_stacks(ranks, nullptr) ==
         "ranks 0, 2 wait in all_reduce (train.py:88); rank 1 is in train.py:41 load_batch");
+}
+
+TEST_CASE("a Windows rank's faulthandler dump: backslashed paths, Lib\\ and torch\\distributed\\ known") {
+  auto threads = parse_faulthandler(kWinRank1);
+  REQUIRE(threads.size() == 2);
+  CHECK(threads[1].frames[0] == StackFrame{"load_batch", "C:\\w\\train.py", 41});
+  CHECK(!is_user_frame(threads[0].frames[0], StackSource::Faulthandler));  // <prefix>\Lib\threading.py
+  CHECK(is_user_frame(threads[1].frames[0], StackSource::Faulthandler));
+  std::vector<RankStacks> ranks{rank_of(0, StackSource::Faulthandler, kWinRank0),
+                                rank_of(1, StackSource::Faulthandler, kWinRank1)};
+  CHECK(summarize_stacks(ranks, nullptr) == "rank 0 waits in all_reduce (train.py:88); rank 1 is in train.py:41 load_batch");
 }
 
 TEST_CASE("ranks without stacks come last, with why") {
