@@ -173,6 +173,17 @@ Command add_list_command(CLI::App& app) {
           }};
 }
 
+// The latest run's restart budget after its latest worker-group restart; nothing before one.
+void print_restart_budget(const json& job) {
+  if (!job.contains("restart_budget")) return;
+  const auto& b = job["restart_budget"];
+  const bool progress = b.value("counts", std::string("count")) == "progress";
+  std::cout << fmt::format("  restarts:  {} of {}, {} left (this run{}; {} in a row without progress)\n",
+                           b["used"].get<int>(), b["max_restarts"].get<int>(), b["restarts_left"].get<int>(),
+                           progress ? ", restart_budget: progress counts only those without progress" : "",
+                           b["no_progress_restarts"].get<int>());
+}
+
 // One line per straggling rank of the latest run (its latest verdict); nothing when none.
 void print_stragglers(const json& job) {
   for (const auto& s : job.value("stragglers", json::array())) {
@@ -204,6 +215,7 @@ Command add_status_command(CLI::App& app) {
             std::cout << fmt::format("  reason:    {}\n",
                                      text_or_dash(j.contains("pending_reason") ? j["pending_reason"] : j["reason"]));
             std::cout << fmt::format("  runs:      {} (restarts {})\n", j["runs"].get<int>(), j["restarts"].get<int>());
+            print_restart_budget(j);
             print_stragglers(j);
             if (j.value("executor", std::string("local")) == "slurm") {
               std::cout << fmt::format("  resources: {} node(s) x {} rank(s), on Slurm\n", j.value("nodes", 1),

@@ -521,6 +521,17 @@ void check_run_keys(Reader& r, const YAML::Node& root, JobSpec& spec, const std:
       r.problem(g.at, in_job_terms(e.what()));
     }
   }
+  // `run --no-python` (the daemon's) forks a restart warm only when the command is python running a
+  // script or module: anything else would start cold in silence, so say it here.
+  for (const auto& g : given) {
+    if (g.option->job_key == "distributed.warm_start" && g.value == "on" &&
+        !launcher::warm_python_command(spec.worker_argv())) {
+      r.problem(g.at,
+                "distributed.warm_start: on forks restarts from a Python process, so command: must be a Python "
+                "interpreter running a script or module ([/usr/bin/python3, train.py, …] or [python3, -m, "
+                "pkg.train, …], no shell:): change the command, or use warm_start: auto or off (cold restarts)");
+    }
+  }
   if (!r.problems.empty()) return;
   spec.run_options = run_options_of(spec, given);
   auto argv = spec.run_options;
@@ -535,6 +546,8 @@ void check_run_keys(Reader& r, const YAML::Node& root, JobSpec& spec, const std:
     d.shutdown_grace_s = launcher::run_option_seconds(a, "--shutdown-grace");
     d.hang_timeout = a.hang_timeout;
     d.on_hang = a.on_hang;
+    d.restart_budget = a.restart_budget;
+    d.warm_start = a.warm_start;
   } catch (const UsageError& e) {
     r.problem(root["distributed"] ? root["distributed"] : root, in_job_terms(e.what()));
   }

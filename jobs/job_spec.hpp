@@ -35,12 +35,14 @@ struct JobResources {
 // The run options a job file gives (their keys, values and checks are rows of the launcher's option
 // table, launcher/run/run_option_table.hpp), as `ddp-launch run` parsed them: the daemon's own view.
 struct JobDistributed {
-  std::string backend = "gloo";       // `run --backend`: the {backend} placeholder
-  std::string store = "agent";        // `run --store`: agent | rank0 | file
-  int max_restarts = 0;               // `run --max-restarts`: worker-group restarts inside one supervisor
-  double shutdown_grace_s = 30;       // `run --shutdown-grace`: SIGTERM → SIGKILL when a group is stopped
-  std::string hang_timeout = "auto";  // `run --hang-timeout`: a duration, auto or off, as written
-  std::string on_hang = "restart";    // `run --on-hang`: restart | fail
+  std::string backend = "gloo";          // `run --backend`: the {backend} placeholder
+  std::string store = "agent";           // `run --store`: agent | rank0 | file
+  int max_restarts = 0;                  // `run --max-restarts`: worker-group restarts inside one supervisor
+  double shutdown_grace_s = 30;          // `run --shutdown-grace`: SIGTERM → SIGKILL when a group is stopped
+  std::string hang_timeout = "auto";     // `run --hang-timeout`: a duration, auto or off, as written
+  std::string on_hang = "restart";       // `run --on-hang`: restart | fail
+  std::string restart_budget = "count";  // `run --restart-budget`: what max_restarts counts, count | progress
+  std::string warm_start = "auto";       // `run --warm-start`: auto (a job's command starts cold) | on | off
   BatchPolicy batch_policy = BatchPolicy::None;
   int batch_size = 0;  // the global or per-rank batch, per batch_policy
 };

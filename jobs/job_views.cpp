@@ -106,9 +106,15 @@ json JobViews::to_json(const ManagedJob& job, bool detail) const {
          {"nodes", job.spec.resources.nodes},
          {"executor", job.spec.executor}};
   if (!r.external_id.empty()) j["slurm_job_id"] = r.external_id;
-  // The current run's restart budget, once its supervisor restarted (its `restarting` events).
+  // The current run's restart budget, once its supervisor restarted (its `restarting` events): of the
+  // job's max_restarts, `used` (charged: every restart, or only those without progress under
+  // restart_budget: progress) and `restarts_left` after the latest restart.
   if (job.run.restarts_left) {
-    j["restart_budget"] = {{"restarts_left", *job.run.restarts_left},
+    const int max = job.spec.distributed.max_restarts;
+    j["restart_budget"] = {{"max_restarts", max},
+                           {"used", max - *job.run.restarts_left},
+                           {"restarts_left", *job.run.restarts_left},
+                           {"counts", job.spec.distributed.restart_budget},
                            {"no_progress_restarts", job.run.no_progress_restarts}};
   }
   if (r.state == JobState::Pending || (r.state == JobState::Restarting && r.pid == 0)) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <tuple>
 
 #include "common/duration.hpp"
@@ -28,6 +29,26 @@
 #include "store/filestore.hpp"
 
 namespace ddp::launcher {
+
+std::optional<std::vector<std::string>> warm_python_command(const std::vector<std::string>& command) {
+  if (command.size() < 2) return std::nullopt;
+  const std::string name = std::filesystem::path(command[0]).filename().string();
+  // python, python3, python3.11 (not python3-config, pythonw …): what `python -u script` runs as.
+  if (name.rfind("python", 0) != 0 || name.find_first_not_of("0123456789.", 6) != std::string::npos) {
+    return std::nullopt;
+  }
+  std::vector<std::string> argv = {command[0], "-u"};
+  std::size_t next = command[1] == "-u" ? 2 : 1;
+  argv.insert(argv.end(), command.begin() + static_cast<std::ptrdiff_t>(next), command.end());
+  if (argv.size() < 3) return std::nullopt;
+  if (argv[2] == "-m") {
+    if (argv.size() < 4 || argv[3].empty() || argv[3][0] == '-') return std::nullopt;
+  } else if (argv[2].empty() || argv[2][0] == '-') {
+    return std::nullopt;  // -c, -X, -O …: a command line warm_start.py does not run as python would
+  }
+  return argv;
+}
+
 namespace {
 
 int positive_int(const std::string& value, int& out) {
@@ -365,8 +386,17 @@ void plan_run_dir(const RunArgs& a, const HostFacts& facts, SupervisorConfig& c,
 void plan_worker_argv(const RunArgs& a, const HostFacts& facts, RunPlan& plan) {
   auto& argv = plan.config.worker_argv;
   if (a.no_python && !a.run_path) {
-    if (a.warm_start == "on") plan.warnings.push_back("--warm-start on: --no-python ranks start cold (not Python)");
     argv = a.command;
+    // `auto` leaves a --no-python command cold (it may be anything); `on` asks for it, Linux only.
+    if (a.warm_start != "on") return;
+    if (auto warm = warm_python_command(a.command)) {
+      argv = *warm;
+      plan.config.warm_start = true;
+    } else {
+      plan.warnings.push_back(
+          "--warm-start on: --no-python ranks start cold: the command is not a Python interpreter running a script "
+          "or -m module (python3 train.py …, python3 -m pkg.train …)");
+    }
     return;
   }
   plan.python_script = true;

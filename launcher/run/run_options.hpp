@@ -41,6 +41,13 @@ struct RunPlan {
 // The pure core: parsed arguments + facts about the host → the supervisor's config.
 RunPlan plan_run(const RunArgs& args, const HostFacts& facts);
 
+// A --no-python command that is a Python interpreter running a script or a module ([python3, train.py,
+// ...], [/venv/bin/python, -u, -m, pkg.train, ...]: no other interpreter option) as the argv a warm start
+// forks (launcher/supervisor/warm_start.hpp: [python, -u, SCRIPT|-m MODULE, ...]); nullopt for any other
+// command. `--warm-start on` forks such a command's restarts warm (the daemon's jobs, whose command is
+// the whole argv, say so with distributed.warm_start: on); -u is what the daemon's PYTHONUNBUFFERED=1 is.
+std::optional<std::vector<std::string>> warm_python_command(const std::vector<std::string>& command);
+
 // "60s", "500ms", "2m" or a plain number of seconds; a UsageError naming `flag` otherwise.
 std::chrono::milliseconds parse_duration(const std::string& value, const char* flag);
 

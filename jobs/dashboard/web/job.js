@@ -130,7 +130,7 @@ export function mount(main, id) {
       fact('Ranks', `${ranks(j)}${j.nodes > 1 ? ` (${j.nodes} nodes × ${j.nproc_per_node})` : ''}`),
       fact('GPUs', gpuText(j)),
       fact('Runs / restarts', `${j.runs} / ${j.restarts}`),
-      j.restart_budget ? fact('Restart budget', `${j.restart_budget.restarts_left} left, ${j.restart_budget.no_progress_restarts} without progress in a row`) : null,
+      j.restart_budget ? fact('Restart budget', `${j.restart_budget.used} of ${j.restart_budget.max_restarts} used, ${j.restart_budget.restarts_left} left (this run${j.restart_budget.counts === 'progress' ? ', only restarts without progress count' : ''}), ${j.restart_budget.no_progress_restarts} without progress in a row`) : null,
       fact('Priority', String(j.priority)),
       fact('Submitted', el('span', { title: `${age(j.submitted_at)} ago` }, clock(j.submitted_at))),
       fact(ended ? 'Ran for' : 'Running for', j.started_at ? duration((ended || serverNow()) - j.started_at) : '—'),

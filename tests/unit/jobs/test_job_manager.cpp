@@ -198,6 +198,24 @@ TEST_CASE_FIXTURE(TwoSlotDaemon, "the run-event reader: the supervisor's events 
   CHECK(d.state(a) == JobState::Succeeded);
 }
 
+TEST_CASE_FIXTURE(TwoSlotDaemon, "the job's view shows its restart budget after the latest restart, of max_restarts") {
+  auto a = d.submit("a", 1, "distributed: {max_restarts: 3, restart_budget: progress}\n");
+  auto run_dir = d.local.starts[0].run_dir;
+  d.started(100);
+  CHECK_FALSE(d.jobs.views().get(a).contains("restart_budget"));  // nothing to show before a restart
+  ev::Restarting r;
+  r.attempt = 1;
+  r.no_progress_restarts = 1;
+  r.restarts_left = 2;
+  write_event(run_dir, r);
+  for (int i = 0; i < 200 && !d.jobs.views().get(a).contains("restart_budget"); ++i) {
+    d.io.run_for(std::chrono::milliseconds(10));
+  }
+  const json expected = {
+      {"max_restarts", 3}, {"used", 1}, {"restarts_left", 2}, {"counts", "progress"}, {"no_progress_restarts", 1}};
+  CHECK(d.jobs.views().get(a)["restart_budget"] == expected);
+}
+
 TEST_CASE_FIXTURE(TwoSlotDaemon, "cancel: a queued job at once; a running one through its executor, then CANCELLED") {
   auto a = d.submit("a", 2);
   auto b = d.submit("b", 2);

@@ -32,10 +32,11 @@ std::string quoted(const std::string& value) {
   return out + "'";
 }
 
-// A job file (executor: slurm, so that any node count is one) with `entries` ("section" →
+// A job file (executor: slurm, so that any node count is one; a Python command, which warm_start: on
+// needs) with `entries` ("section" →
 // "key: value" items).
 std::string job_file(const std::map<std::string, std::vector<std::string>>& entries) {
-  std::string out = "name: a\ncommand: [x]\nexecutor: slurm\n";
+  std::string out = "name: a\ncommand: [python3, t.py]\nexecutor: slurm\n";
   for (const auto& [section, items] : entries) {
     std::string joined;
     for (const auto& i : items) joined += (joined.empty() ? "" : ", ") + i;
@@ -92,7 +93,7 @@ std::string job_error(const std::string& yaml) {
 
 std::string cli_error(const Argv& options) {
   Argv argv = options;
-  argv.insert(argv.end(), {"--no-python", "x"});
+  argv.insert(argv.end(), {"--no-python", "python3", "t.py"});  // the job files' command
   try {
     ddp::launcher::plan_run(ddp::launcher::parse_run_argv(argv), ddp::launcher::batch_node_facts(1));
     return "";
@@ -164,7 +165,10 @@ TEST_CASE("every option with a job key round-trips CLI ⇄ job file ⇄ argv") {
       // CLI → RunArgs → job file → JobSpec → argv → RunArgs: the same value all the way.
       const RunArgs from_cli = ddp::launcher::parse_run_argv({o.flag(), v, "x"});
       const auto spec = parse_job_spec(job_file_from(from_cli), "job.yaml");
-      CHECK(pair_after(spec.run_options, o.flag()) == Argv{o.flag(), v});
+      // An empty value of an option without a default is the option not given (--checkpoint-file ''):
+      // no flag in the argv, the same RunArgs.
+      const Argv pair = v.empty() && o.default_value.empty() ? Argv{} : Argv{o.flag(), v};
+      CHECK(pair_after(spec.run_options, o.flag()) == pair);
       Argv argv = spec.run_options;
       argv.push_back("x");
       const RunArgs from_job = ddp::launcher::parse_run_argv(argv);
@@ -174,9 +178,9 @@ TEST_CASE("every option with a job key round-trips CLI ⇄ job file ⇄ argv") {
             row.flag());
       }
       // The daemon's argv and the sbatch script's `run` line carry it as written.
-      CHECK(pair_after(launch_argv(spec, ctx), o.flag()) == Argv{o.flag(), v});
+      CHECK(pair_after(launch_argv(spec, ctx), o.flag()) == pair);
       if (o.flag() != "--nnodes") {
-        CHECK(pair_after(slurm_batch_script(spec, ctx, "out").run_options, o.flag()) == Argv{o.flag(), v});
+        CHECK(pair_after(slurm_batch_script(spec, ctx, "out").run_options, o.flag()) == pair);
       }
       // And the job file written from it reads back to the same argv.
       CHECK(parse_job_spec(job_file_from(from_job), "job.yaml").run_options == spec.run_options);
@@ -235,4 +239,92 @@ TEST_CASE("jobs/README.md documents every run key of a job file") {
     const std::string key(o.job_key);
     CHECK_MESSAGE(text.str().find(key.substr(key.find('.') + 1) + ":") != std::string::npos, key);
   }
+}
+
+TEST_CASE("the recovery keys (issue 28) reach run's argv, and run plans the job with them") {
+  const auto spec = parse_job_spec(R"(name: a
+command: [/usr/bin/python3, train.py]
+distributed:
+  max_restarts: 3
+  checkpoint_file: /ckpt/iteration.txt
+  max_no_progress_restarts: 2
+  restart_budget: progress
+  min_restart_interval: 30s
+  gpu_release_timeout: 10s
+  gpu_watch_interval: 2s
+  gpu_low_util: 20
+  gpu_low_window: 5m
+  warm_start: on
+)",
+                                   "job.yaml");
+  LaunchContext ctx{"/bin/ddp-launch", "7", "/l", "/e.jsonl", {}};
+  const auto argv = launch_argv(spec, ctx);
+  for (const Argv& pair : {Argv{"--checkpoint-file", "/ckpt/iteration.txt"}, Argv{"--max-no-progress-restarts", "2"},
+                           Argv{"--restart-budget", "progress"}, Argv{"--min-restart-interval", "30s"},
+                           Argv{"--gpu-release-timeout", "10s"}, Argv{"--gpu-watch-interval", "2s"},
+                           Argv{"--gpu-low-util", "20"}, Argv{"--gpu-low-window", "5m"}, Argv{"--warm-start", "on"}}) {
+    CHECK_MESSAGE(pair_after(argv, pair[0]) == pair, pair[0]);
+  }
+  CHECK(spec.distributed.restart_budget == "progress");
+  CHECK(spec.distributed.warm_start == "on");
+  // What the daemon's supervisor makes of that argv: the budget, and restarts forked warm (--no-python).
+  const auto plan = ddp::launcher::plan_run(ddp::launcher::parse_run_argv(Argv(argv.begin() + 2, argv.end())),
+                                            ddp::launcher::batch_node_facts(1));
+  const auto& c = plan.config;
+  CHECK(c.checkpoint_file == "/ckpt/iteration.txt");
+  CHECK(c.max_no_progress_restarts == 2);
+  CHECK(c.budget_mode == ddp::launcher::BudgetMode::Progress);
+  CHECK(c.min_restart_interval == std::chrono::seconds(30));
+  CHECK(c.gpu_release_timeout == std::chrono::seconds(10));
+  CHECK(c.warm_start);
+  CHECK(c.worker_argv == Argv{"/usr/bin/python3", "-u", "train.py"});
+  // A job that does not say warm_start stays cold: its command runs as given.
+  const auto cold =
+      parse_job_spec("name: a\ncommand: [/usr/bin/python3, train.py]\ndistributed: {max_restarts: 1}\n", "job.yaml");
+  const auto cold_argv = launch_argv(cold, ctx);
+  CHECK(pair_after(cold_argv, "--warm-start") == Argv{"--warm-start", "auto"});
+  const auto cold_plan = ddp::launcher::plan_run(
+      ddp::launcher::parse_run_argv(Argv(cold_argv.begin() + 2, cold_argv.end())), ddp::launcher::batch_node_facts(1));
+  CHECK_FALSE(cold_plan.config.warm_start);
+  CHECK(cold_plan.config.worker_argv == Argv{"/usr/bin/python3", "train.py"});
+}
+
+TEST_CASE("a bad recovery key is refused at its line and column, in the job file's terms") {
+  const auto error = job_error(R"(name: a
+command: [/usr/bin/python3, train.py]
+distributed:
+  max_no_progress_restarts: -1
+  restart_budget: sometimes
+  min_restart_interval: soon
+  gpu_release_timeout: 400d
+  gpu_low_util: 101
+  warm_start: maybe
+)");
+  CAPTURE(error);
+  for (const auto& [line, key] : std::vector<std::pair<std::string, std::string>>{
+           {"job.yaml:4:29: distributed.max_no_progress_restarts", "0 to 1000"},
+           {"job.yaml:5:19: distributed.restart_budget", "count | progress"},
+           {"job.yaml:6:25: distributed.min_restart_interval", "soon"},
+           {"job.yaml:7:24: distributed.gpu_release_timeout", "400d"},
+           {"job.yaml:8:17: distributed.gpu_low_util", "0 to 100"},
+           {"job.yaml:9:15: distributed.warm_start", "auto | on | off"}}) {
+    const auto at = error.find(line);
+    CHECK_MESSAGE(at != std::string::npos, line);
+    if (at != std::string::npos)
+      CHECK_MESSAGE(error.substr(at, error.find('\n', at) - at).find(key) != std::string::npos, key);
+  }
+  CHECK(error.find("--") == std::string::npos);  // no run flag: the job file's keys
+}
+
+TEST_CASE("warm_start: on needs a Python command: a shell line or another program is refused, naming the fix") {
+  for (const std::string& command : {std::string("shell: 'python3 train.py'"), std::string("command: [/bin/true]"),
+                                     std::string("command: [python3, -c, 'print(1)']")}) {
+    CAPTURE(command);
+    const auto error = job_error("name: a\n" + command + "\ndistributed: {max_restarts: 1, warm_start: on}\n");
+    CHECK(error.find("job.yaml:3:44: distributed.warm_start: on forks restarts from a Python process") == 0);
+    CHECK(error.find("warm_start: auto or off") != std::string::npos);
+  }
+  CHECK(job_error("name: a\ncommand: [python3, -m, pkg.train]\ndistributed: {max_restarts: 1, warm_start: on}\n")
+            .empty());
+  CHECK(job_error("name: a\nshell: 'python3 train.py'\ndistributed: {max_restarts: 1, warm_start: off}\n").empty());
 }

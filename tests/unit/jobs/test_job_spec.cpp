@@ -354,6 +354,14 @@ metrics: {loss: 'loss=([0-9.]+)', acc: 'acc ([0-9.]+)'}
                                        "auto",
                                        "--on-hang",
                                        "restart",
+                                       "--max-no-progress-restarts",
+                                       "3",
+                                       "--restart-budget",
+                                       "count",
+                                       "--min-restart-interval",
+                                       "0",
+                                       "--gpu-release-timeout",
+                                       "30s",
                                        "--backend",
                                        "gloo",
                                        "--per-rank-batch",
@@ -362,6 +370,14 @@ metrics: {loss: 'loss=([0-9.]+)', acc: 'acc ([0-9.]+)'}
                                        "acc=acc ([0-9.]+)",
                                        "--metric",
                                        "loss=loss=([0-9.]+)",
+                                       "--gpu-watch-interval",
+                                       "5s",
+                                       "--gpu-low-util",
+                                       "50",
+                                       "--gpu-low-window",
+                                       "60s",
+                                       "--warm-start",
+                                       "auto",
                                        "--rdzv-id",
                                        "job-17",
                                        "--log-dir",
@@ -475,7 +491,11 @@ slurm: {partition: gpu, time_limit: 90m, sbatch_args: [--exclusive]}
   CHECK(b.launcher == "/bin/ddp-launch");
   CHECK(b.run_options == std::vector<std::string>{"--nproc-per-node", "4", "--max-restarts", "1", "--store", "agent",
                                                   "--shutdown-grace", "5s", "--hang-timeout", "auto", "--on-hang",
-                                                  "restart", "--backend", "gloo", "--no-python"});
+                                                  "restart", "--max-no-progress-restarts", "3", "--restart-budget",
+                                                  "count", "--min-restart-interval", "0", "--gpu-release-timeout",
+                                                  "30s", "--backend", "gloo", "--gpu-watch-interval", "5s",
+                                                  "--gpu-low-util", "50", "--gpu-low-window", "60s", "--warm-start",
+                                                  "auto", "--no-python"});
   CHECK(b.command == std::vector<std::string>{"/usr/bin/python3", "train.py", "--lr", "0.1"});
   CHECK(b.env.at("A") == "b");
   CHECK(b.env.at("DDP_JOB_ID") == "17");

@@ -634,7 +634,7 @@ TEST_CASE("--filestore file:///C:/… on Windows is torch's Windows path") {
   CHECK(plan({"--filestore", "C:\\runs\\fs", "t.py"}, win).config.filestore_path == "C:\\runs\\fs");
 }
 
-TEST_CASE("--warm-start auto|on|off: Python scripts and modules on Linux; cold for --run-path, --no-python, Windows") {
+TEST_CASE("--warm-start: Python scripts, modules on Linux; cold: --run-path, --no-python (on: python), Windows") {
   CHECK(plan({"t.py"}).config.warm_start);
   CHECK(plan({"-m", "pkg.train"}).config.warm_start);
   CHECK(plan({"--warm-start", "on", "t.py"}).config.warm_start);
@@ -643,6 +643,33 @@ TEST_CASE("--warm-start auto|on|off: Python scripts and modules on Linux; cold f
   CHECK_FALSE(plan({"--no-python", "prog"}).config.warm_start);
   CHECK(any_contains(plan({"--warm-start", "on", "--no-python", "prog"}).warnings, "--no-python ranks start cold"));
   CHECK(contains(usage_error({"--warm-start", "maybe", "t.py"}), "--warm-start"));
+  // A --no-python command that is python running a script or module (a daemon job's command) starts
+  // cold under auto, and warm under on, as `python -u …` (warm_start.hpp's form).
+  CHECK_FALSE(plan({"--no-python", "/usr/bin/python3", "t.py"}).config.warm_start);
+  auto on = plan({"--warm-start", "on", "--no-python", "/usr/bin/python3", "t.py", "--lr", "1"});
+  CHECK(on.config.warm_start);
+  CHECK(on.config.worker_argv == std::vector<std::string>{"/usr/bin/python3", "-u", "t.py", "--lr", "1"});
+  CHECK(on.warnings.empty());
+  CHECK_FALSE(on.python_script);  // argv[0] is the job's own program, found on PATH as such
+  CHECK(plan({"--warm-start", "on", "--no-python", "python3", "-u", "-m", "pkg.train"}).config.worker_argv ==
+        std::vector<std::string>{"python3", "-u", "-m", "pkg.train"});
+  for (const auto& cold : std::vector<std::vector<std::string>>{{"python3", "-c", "print(1)"},
+                                                                {"python3", "-X", "dev", "t.py"},
+                                                                {"python3", "-m"},
+                                                                {"python3"},
+                                                                {"/bin/sh", "-c", "python3 t.py"},
+                                                                {"python3-config", "t.py"},
+                                                                {"pythonw", "t.py"}}) {
+    CAPTURE(cold.front());
+    CHECK_FALSE(ddp::launcher::warm_python_command(cold));
+    std::vector<std::string> argv = {"--warm-start", "on", "--no-python"};
+    argv.insert(argv.end(), cold.begin(), cold.end());
+    auto p = plan(argv);
+    CHECK_FALSE(p.config.warm_start);
+    CHECK(p.config.worker_argv == cold);
+    CHECK(any_contains(p.warnings, "--no-python ranks start cold"));
+  }
+  CHECK(ddp::launcher::warm_python_command({"/opt/venv/bin/python3.11", "t.py"}));
   {
     ScopedEnv env("DDP_WARM_START", "off");  // the ci-cold test preset's switch
     CHECK_FALSE(plan({"t.py"}).config.warm_start);
