@@ -61,7 +61,7 @@ Result run_once(int k) {
   auto rdzv = ddp::launcher::Rendezvous::create(io, rc, cb);
   auto ep = rdzv->endpoint();
   auto port = static_cast<std::uint16_t>(std::stoi(ep.substr(ep.rfind(':') + 1)));
-  rdzv->join();
+  rdzv->join({});  // a first join: no attempt yet
   std::thread loop([&] { io.run(); });
 
   const int joiners = k - 1;

@@ -148,7 +148,7 @@ struct GroupStopping {
   DDP_EVENT_FIELDS(field("attempt", self.attempt); field("signal", self.signal);)
 };
 
-// The restart budget's decision (launcher/supervisor/restart_budget.hpp): whether the failed attempt
+// The restart budget's decision (launcher/rendezvous/restart_budget.hpp): whether the failed attempt
 // made progress (its checkpoint file's iteration or step), what is left of --max-restarts.
 struct Restarting {
   static constexpr std::string_view kType = "restarting";

@@ -34,7 +34,7 @@ struct RunMemory {
   // code judged (decide_retry) is the suspect rank's (128 + SIGABRT when its stacks were taken,
   // else killed by the teardown: 128 + SIGTERM, or + SIGKILL when it ignored that).
   std::optional<int> hang_suspect;
-  // The supervisor's restart budget after its last restart (launcher/supervisor/restart_budget.hpp):
+  // The supervisor's restart budget after its last restart (launcher/rendezvous/restart_budget.hpp):
   // the restarts left under --max-restarts and the restarts without progress in a row.
   std::optional<int> restarts_left;
   int no_progress_restarts = 0;

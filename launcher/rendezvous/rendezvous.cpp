@@ -34,12 +34,6 @@ std::string rdzv_prefix(const RendezvousConfig& c) { return fmt::format("rdzv/{}
 
 namespace {
 
-// A reason may quote what a node sent (its leave message): any bytes. Replaced where not UTF-8,
-// never a throw that would take the host (and every node's rendezvous) down.
-std::string reason_json(const std::string& reason, bool closed) {
-  return json{{"reason", reason}, {"closed", closed}}.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The host: the rendezvous store on the endpoint, the machine, a timer for its deadlines.
 class RendezvousHost : public Rendezvous {
@@ -89,8 +83,9 @@ class RendezvousHost : public Rendezvous {
     reset_workers_ = std::move(reset);
   }
 
-  void join() override {
+  void join(const RdzvAttemptReport& last) override {
     ++self_.seq;
+    self_.last = last;
     feed(rdzv_event::Join{self_, now()});
   }
 
@@ -124,7 +119,7 @@ class RendezvousHost : public Rendezvous {
           "the rendezvous host {} finished and closed its store after waiting exit_barrier_timeout ({} s) for the "
           "other nodes to finish",
           self_.host, std::chrono::duration_cast<std::chrono::seconds>(config_.exit_barrier).count());
-      auto msg = reason_json(reason, true);
+      auto msg = rdzv_wake_value(reason, true);
       for (const auto& s : machine_.current().nodes) {
         if (s.token != self_.token) server_->set_local(fmt::format("{}wake/{}/{}", p_, s.token, machine_.round()), msg);
       }
@@ -200,14 +195,7 @@ class RendezvousHost : public Rendezvous {
     if (kind == "leave") return feed(rdzv_event::Leave{rest, value, now()});
     if (kind != "join") return;
     try {
-      auto j = json::parse(value);
-      RdzvNodeInfo n;
-      n.token = j.at("token").get<std::string>();
-      n.host = j.at("host").get<std::string>();
-      n.nproc = j.at("nproc").get<int>();
-      n.rank_hint = j.at("hint").get<int>();
-      n.seq = j.at("seq").get<int>();
-      feed(rdzv_event::Join{n, now()});
+      feed(rdzv_event::Join{rdzv_join_info(value), now()});
     } catch (const std::exception& e) {
       spdlog::warn("rendezvous: ignoring a malformed join ({}): {}", e.what(), value.substr(0, 200));
     }
@@ -234,9 +222,21 @@ class RendezvousHost : public Rendezvous {
     });
   }
 
+  // The job's budget for whoever reads the store (the machine's is the one that decides).
+  void note_budget(int round) {
+    const auto& b = machine_.budget();
+    if (!b) return;
+    server_->set_local(p_ + "budget", json{{"used", b->charged()},
+                                           {"max_restarts", b->policy().max_restarts},
+                                           {"restarts_left", b->restarts_left()},
+                                           {"round", round}}
+                                          .dump());
+  }
+
   void perform(const rdzv_decision::Publish& p) {
     if (reset_workers_) reset_workers_();
     const auto& r = p.round;
+    if (r.restart) note_budget(r.round - 1);  // every node logs the decision (Supervisor::on_round)
     json members = json::array();
     for (const auto& s : r.nodes) members.push_back({{"host", s.host}, {"nproc", s.nproc}, {"token", s.token}});
     server_->set_local(fmt::format("{}round/{}", p_, r.round),
@@ -257,23 +257,14 @@ class RendezvousHost : public Rendezvous {
                         worker_addr_,
                         worker_port_,
                         {},
-                        r.membership_changed};
+                        r.membership_changed,
+                        r.restart};
       hosts += fmt::format("{}{}={}", hosts.empty() ? "" : " ", s.node_rank, s.host);
       if (s.token == self_.token) {
         mine = a;
         continue;
       }
-      json j{{"round", a.round},
-             {"node_rank", a.node_rank},
-             {"nnodes", a.nnodes},
-             {"world_size", a.world_size},
-             {"rank_base", a.rank_base},
-             {"nproc", a.nproc},
-             {"master_addr", a.master_addr},
-             {"master_port", a.master_port},
-             {"changed", a.membership_changed},
-             {"store_node_rank", store_node_rank}};
-      server_->set_local(fmt::format("{}assign/{}/{}", p_, s.token, s.seq), j.dump());
+      server_->set_local(fmt::format("{}assign/{}/{}", p_, s.token, s.seq), rdzv_assign_value(a, store_node_rank));
     }
     spdlog::info("rendezvous round {} closed: {} node(s), world size {} [{}]", r.round, r.nodes.size(), r.world_size,
                  hosts);
@@ -285,7 +276,7 @@ class RendezvousHost : public Rendezvous {
 
   void perform(const rdzv_decision::EndRound& e) {
     spdlog::warn("rendezvous round {} ends: {}", e.round, e.reason);
-    auto msg = reason_json(e.reason, false);
+    auto msg = rdzv_wake_value(e.reason, false);
     bool self = false;
     for (const auto& t : e.members) {
       if (t == self_.token) {
@@ -298,7 +289,8 @@ class RendezvousHost : public Rendezvous {
   }
 
   void perform(const rdzv_decision::Close& c) {
-    auto msg = reason_json(c.reason, true);
+    if (c.restart) note_budget(machine_.round());
+    auto msg = rdzv_wake_value(c.reason, true, c.restart);
     bool self = false;
     for (const auto& t : c.members) {
       if (t == self_.token) {
@@ -315,13 +307,13 @@ class RendezvousHost : public Rendezvous {
       }
     }
     spdlog::error("rendezvous closed: {}", c.reason);
-    if (self && cb_.closed) cb_.closed(c.reason);
+    if (self && cb_.closed) cb_.closed(c.reason, c.restart);
   }
 
   void perform(const rdzv_decision::Reject& r) {
-    auto msg = reason_json(r.reason, true);
+    auto msg = rdzv_wake_value(r.reason, true);
     if (r.node.token == self_.token) {
-      if (cb_.closed) cb_.closed(r.reason);
+      if (cb_.closed) cb_.closed(r.reason, std::nullopt);
       return;
     }
     server_->set_local(fmt::format("{}assign/{}/{}", p_, r.node.token, r.node.seq), msg);

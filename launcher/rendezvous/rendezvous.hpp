@@ -7,14 +7,19 @@
 //
 // Key layout under "rdzv/<run id>/" (O(1) store operations per node and round; the host computes
 // the assignment once and writes one key per node):
-//   node → host   join/<token>/<seq>   {token, host, nproc, hint, seq}      (SET)
+//   node → host   join/<token>/<seq>   {token, host, nproc, hint, seq, last: {round, failed,
+//                                       checkpoint, step}}: how its last attempt ended (SET)
 //                 hb/<token>           heartbeat count                        (ADD, every interval: its
 //                                                                        reply proves the store is there)
 //                 done/<token>         its workers all succeeded              (SET)
 //                 leave/<token>        why it gives up                        (SET)
 //   host → node   assign/<token>/<seq> {round, node_rank, nnodes, world_size, rank_base, master_addr,
-//                                       master_port} or {closed: why}         (node: WAIT + GET)
-//                 wake/<token>/<round> {reason, closed}: stop and rejoin     (node: WAIT + GET)
+//                                       master_port, restart?} or {closed: why, restart?}
+//                                                                             (node: WAIT + GET)
+//                 wake/<token>/<round> {reason, closed, restart?}: stop and rejoin (node: WAIT + GET)
+//                 budget               {used, max_restarts, no_progress_in_a_row, round}: the job's
+//                                      restart budget, written at each failed round (restart: the
+//                                      budget's decision on it, the same for every node)
 //                 round/<round>        the membership, for diagnosis
 //                 host                 {token, host, pid}: who hosts this store (set before it listens;
 //                                      read by a node when it connects, and again on every reconnect)
@@ -55,7 +60,8 @@ struct RendezvousConfig {
 struct RendezvousCallbacks {
   std::function<void(const RoundAssignment&)> assigned;
   std::function<void(const std::string& reason)> round_ended;  // stop the workers, then join() again
-  std::function<void(const std::string& reason)> closed;       // the job is over: finish as failed
+  // The job is over: finish as failed (with the decision's exit code when the job's restart budget ended it).
+  std::function<void(const std::string& reason, const std::optional<RestartDecision>& restart)> closed;
   // Host only: a node was declared dead, silent this long (since its last heartbeat), and why.
   std::function<void(const std::string& host, std::chrono::milliseconds silent, const std::string& reason)> node_lost;
 };
@@ -71,8 +77,9 @@ class Rendezvous {
   virtual bool is_host() const = 0;
   // Host only: where the workers' store is, and how to empty it for a new round.
   virtual void set_worker_store(std::string addr, std::uint16_t port, std::function<void()> reset) = 0;
-  // Join the next round (at start, and after the workers of the last one stopped).
-  virtual void join() = 0;
+  // Join the next round (at start, and after the workers of the last one stopped), saying how this
+  // node's last attempt ended: the host weighs it against the job's restart budget.
+  virtual void join(const RdzvAttemptReport& last) = 0;
   // The node is finished: success (host: keeps the store up until every node finished or the exit
   // barrier passed) or not (the others learn why). `then` runs on the event loop once that is done.
   virtual void finish(bool success, std::string why, std::function<void()> then) = 0;

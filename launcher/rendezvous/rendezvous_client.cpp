@@ -43,7 +43,7 @@ class RendezvousClient : public Rendezvous {
   std::string endpoint() const override { return core_->endpoint(); }
   void set_worker_store(std::string, std::uint16_t, std::function<void()>) override {}
 
-  void join() override { core_->push(Command{Kind::Join, {}, nullptr}); }
+  void join(const RdzvAttemptReport& last) override { core_->push(Command{Kind::Join, {}, nullptr, last}); }
   void finish(bool success, std::string why, std::function<void()> then) override {
     {
       std::unique_lock lock(core_->mu);
@@ -53,7 +53,7 @@ class RendezvousClient : public Rendezvous {
         return;
       }
     }
-    core_->push(Command{success ? Kind::Done : Kind::Leave, std::move(why), std::move(then)});
+    core_->push(Command{success ? Kind::Done : Kind::Leave, std::move(why), std::move(then), {}});
   }
 
  private:
@@ -62,6 +62,7 @@ class RendezvousClient : public Rendezvous {
     Kind kind;
     std::string why;
     std::function<void()> then;
+    RdzvAttemptReport last;  // Join: how this node's last attempt ended
   };
 
   struct Core : std::enable_shared_from_this<Core> {
@@ -176,7 +177,7 @@ class RendezvousClient : public Rendezvous {
       auto c = std::move(commands.front());
       commands.pop_front();
       then = std::move(c.then);
-      return rdzv_client_event::Command{now(), c.kind, std::move(c.why)};
+      return rdzv_client_event::Command{now(), c.kind, std::move(c.why), c.last};
     }
     RdzvClientEvent perform(const rdzv_client_request::Pause& p) {
       std::unique_lock lock(mu);
@@ -207,8 +208,8 @@ class RendezvousClient : public Rendezvous {
       });
     }
     void tell(const rdzv_client_notice::Closed& c) {
-      post([this, why = c.reason] {
-        if (cb.closed) cb.closed(why);
+      post([this, why = c.reason, restart = c.restart] {
+        if (cb.closed) cb.closed(why, restart);
       });
     }
     void tell(const rdzv_client_notice::RunThen&) {

@@ -16,6 +16,31 @@ namespace note = rdzv_client_notice;
 
 namespace {
 
+json decision_json(const RestartDecision& d) {
+  return json{{"verdict", restart_verdict_name(d.verdict)},
+              {"progressed", d.progressed},
+              {"charged", d.charged},
+              {"no_progress_in_a_row", d.no_progress_in_a_row},
+              {"restarts_left", d.restarts_left},
+              {"checkpoint", d.checkpoint ? json(*d.checkpoint) : json()},
+              {"step", d.step ? json(*d.step) : json()}};
+}
+
+std::optional<RestartDecision> parse_decision(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  RestartDecision d;
+  auto verdict = restart_verdict_named(j.at("verdict").get<std::string>());
+  if (!verdict) throw std::invalid_argument("unknown restart verdict " + j.at("verdict").dump());
+  d.verdict = *verdict;
+  d.progressed = j.at("progressed").get<bool>();
+  d.charged = j.at("charged").get<bool>();
+  d.no_progress_in_a_row = j.at("no_progress_in_a_row").get<int>();
+  d.restarts_left = j.at("restarts_left").get<int>();
+  if (j.contains("checkpoint") && !j["checkpoint"].is_null()) d.checkpoint = j["checkpoint"].get<std::int64_t>();
+  if (j.contains("step") && !j["step"].is_null()) d.step = j["step"].get<double>();
+  return d;
+}
+
 RoundAssignment parse_assignment(const json& j) {
   RoundAssignment a;
   a.round = j.at("round").get<int>();
@@ -27,6 +52,7 @@ RoundAssignment parse_assignment(const json& j) {
   a.master_addr = j.at("master_addr").get<std::string>();
   a.master_port = j.at("master_port").get<std::uint16_t>();
   a.membership_changed = j.value("changed", false);
+  if (j.contains("restart")) a.restart = parse_decision(j["restart"]);
   return a;
 }
 
@@ -35,7 +61,53 @@ double seconds(RdzvMillis d) { return std::chrono::duration<double>(d).count(); 
 }  // namespace
 
 std::string rdzv_join_value(const RdzvNodeInfo& n) {
-  return json{{"token", n.token}, {"host", n.host}, {"nproc", n.nproc}, {"hint", n.rank_hint}, {"seq", n.seq}}.dump();
+  const auto& m = n.last.mark;
+  json last{{"round", n.last.round},
+            {"failed", n.last.failed},
+            {"checkpoint", m.checkpoint ? json(*m.checkpoint) : json()},
+            {"step", m.step ? json(*m.step) : json()}};
+  return json{{"token", n.token},    {"host", n.host}, {"nproc", n.nproc},
+              {"hint", n.rank_hint}, {"seq", n.seq},   {"last", std::move(last)}}
+      .dump();
+}
+
+RdzvNodeInfo rdzv_join_info(const std::string& value) {
+  auto j = json::parse(value);
+  RdzvNodeInfo n;
+  n.token = j.at("token").get<std::string>();
+  n.host = j.at("host").get<std::string>();
+  n.nproc = j.at("nproc").get<int>();
+  n.rank_hint = j.at("hint").get<int>();
+  n.seq = j.at("seq").get<int>();
+  if (const auto it = j.find("last"); it != j.end() && it->is_object()) {
+    n.last.round = it->value("round", -1);
+    n.last.failed = it->value("failed", false);
+    if (it->contains("checkpoint") && !(*it)["checkpoint"].is_null())
+      n.last.mark.checkpoint = (*it)["checkpoint"].get<std::int64_t>();
+    if (it->contains("step") && !(*it)["step"].is_null()) n.last.mark.step = (*it)["step"].get<double>();
+  }
+  return n;
+}
+
+std::string rdzv_assign_value(const RoundAssignment& a, int store_node_rank) {
+  json j{{"round", a.round},
+         {"node_rank", a.node_rank},
+         {"nnodes", a.nnodes},
+         {"world_size", a.world_size},
+         {"rank_base", a.rank_base},
+         {"nproc", a.nproc},
+         {"master_addr", a.master_addr},
+         {"master_port", a.master_port},
+         {"changed", a.membership_changed},
+         {"store_node_rank", store_node_rank}};
+  if (a.restart) j["restart"] = decision_json(*a.restart);
+  return j.dump();
+}
+
+std::string rdzv_wake_value(const std::string& reason, bool closed, const std::optional<RestartDecision>& restart) {
+  json j{{"reason", reason}, {"closed", closed}};
+  if (restart) j["restart"] = decision_json(*restart);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 RdzvClientTiming RdzvClientTiming::of(const RdzvPolicy& p) {
@@ -142,7 +214,7 @@ void RendezvousClientMachine::on_event(const ev::Broken& e) {
 
 void RendezvousClientMachine::on_event(const ev::Command& e) {
   if (awaiting_ != Awaiting::Command) mismatch("Command");
-  held_ = Held{e.kind, e.why};
+  held_ = Held{e.kind, e.why, e.last};
   with_command(e.now);
 }
 
@@ -207,6 +279,7 @@ void RendezvousClientMachine::send_command(RdzvMillis now) {
     return request(req::Set{std::move(key), held_->why}, Awaiting::SetCommand);
   }
   ++s_.node.seq;
+  s_.node.last = held_->last;
   std::string value;
   try {
     value = rdzv_join_value(s_.node);
@@ -255,7 +328,7 @@ void RendezvousClientMachine::answer(RdzvMillis now, const std::string& value) {
       std::string reason = j.value("reason", std::string("?"));
       if (closed) {
         mode_ = RdzvClientMode::Over;
-        close(reason);
+        close(reason, j.contains("restart") ? parse_decision(j["restart"]) : std::nullopt);
       } else {
         mode_ = RdzvClientMode::Idle;
         notice(note::RoundEnded{reason});
@@ -325,7 +398,9 @@ void RendezvousClientMachine::finish_held() {
   held_.reset();
 }
 
-void RendezvousClientMachine::close(std::string reason) { notice(note::Closed{std::move(reason)}); }
+void RendezvousClientMachine::close(std::string reason, std::optional<RestartDecision> restart) {
+  notice(note::Closed{std::move(reason), std::move(restart)});
+}
 
 std::optional<RendezvousClientMachine::StoreHost> RendezvousClientMachine::parse_host(
     const std::optional<std::string>& value) {

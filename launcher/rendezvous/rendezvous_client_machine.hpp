@@ -50,12 +50,21 @@ struct RoundAssignment {
   int nproc = 1;
   std::string master_addr;  // the workers' store
   std::uint16_t master_port = 0;
-  std::vector<std::string> hosts;   // by node rank (empty on nodes that do not host, to keep O(1))
-  bool membership_changed = false;  // other nodes than in the round before
+  std::vector<std::string> hosts;          // by node rank (empty on nodes that do not host, to keep O(1))
+  bool membership_changed = false;         // other nodes than in the round before
+  std::optional<RestartDecision> restart;  // the job's restart budget on the failed round before
 };
 
-// The store's value of join/<token>/<seq>: what the host's RendezvousMachine needs of a node.
+// The values of the rendezvous keys (rendezvous.hpp), written and read here only.
+// join/<token>/<seq>: what the host's RendezvousMachine needs of a node (read: throws on a bad one).
 std::string rdzv_join_value(const RdzvNodeInfo& node);
+RdzvNodeInfo rdzv_join_info(const std::string& value);
+// assign/<token>/<seq>: a node's place in a round (store_node_rank: the host's, named if it goes).
+std::string rdzv_assign_value(const RoundAssignment& a, int store_node_rank);
+// wake/<token>/<round>, or assign/… when no round admits the node: the round is over (closed:
+// false) or the job is (closed: true; `restart`: the job's restart budget ended it). A reason may
+// quote what a node sent (its leave message): bytes that are not UTF-8 are replaced.
+std::string rdzv_wake_value(const std::string& reason, bool closed, const std::optional<RestartDecision>& restart = {});
 
 // The client's clock rates, all from the heartbeat timeout.
 struct RdzvClientTiming {
@@ -136,6 +145,7 @@ struct Command {
   RdzvMillis now;
   CommandKind kind = CommandKind::Join;
   std::string why;
+  RdzvAttemptReport last;  // Join: how this node's last attempt ended
 };
 // Nothing came (TakeCommand), or the pause is over.
 struct Tick {
@@ -165,6 +175,7 @@ struct RoundEnded {
 // The job is over for this node.
 struct Closed {
   std::string reason;
+  std::optional<RestartDecision> restart;  // the job's restart budget ended it
 };
 // The command taken last (a Done or Leave) is finished: run its continuation.
 struct RunThen {};
@@ -223,7 +234,7 @@ class RendezvousClientMachine {
   void store_error(RdzvMillis now, const std::string& what);
   void broken(RdzvMillis now, const std::string& what);
   void finish_held();
-  void close(std::string reason);
+  void close(std::string reason, std::optional<RestartDecision> restart = {});
   std::optional<StoreHost> parse_host(const std::optional<std::string>& value);
   std::string store_host_words() const;
 
@@ -242,6 +253,7 @@ class RendezvousClientMachine {
   struct Held {
     Kind kind = Kind::Join;
     std::string why;
+    RdzvAttemptReport last;
   };
   std::optional<Held> held_;  // taken, not yet sent (a Join is kept while the store is away)
   bool has_client_ = false;

@@ -46,6 +46,7 @@ std::vector<int> assign_node_ranks(const std::vector<RankCandidate>& c) {
 RendezvousMachine::RendezvousMachine(RdzvPolicy policy) : policy_(policy) {
   policy_.min_nodes = std::max(1, policy_.min_nodes);
   policy_.max_nodes = std::max(policy_.min_nodes, policy_.max_nodes);
+  if (policy_.budget) budget_.emplace(*policy_.budget);
 }
 
 std::vector<RdzvDecision> RendezvousMachine::on(const RdzvEvent& e) {
@@ -151,6 +152,7 @@ std::vector<RdzvDecision> RendezvousMachine::join(const rdzv_event::Join& e) {
   last_seen_[info.token] = e.now;
   host_of_[info.token] = info.host;
   joined_[info.token] = Joined{info, join_counter_++};
+  note_report(info);
   if (phase_ == RdzvPhase::Running) {
     if (is_member(info.token)) {
       // A member rejoins: its workers stopped (they failed); everyone starts a new round.
@@ -164,6 +166,31 @@ std::vector<RdzvDecision> RendezvousMachine::join(const rdzv_event::Join& e) {
   }
   try_close(e.now, out);
   return out;
+}
+
+// A first join brings the node's checkpoint before any attempt (the budget's baseline); a rejoin
+// after the round it ran in, how that round ended for it (weighed when the next round closes).
+void RendezvousMachine::note_report(const RdzvNodeInfo& info) {
+  if (info.last.round < 0) {
+    if (budget_) budget_->raise_baseline(info.last.mark.checkpoint);
+  } else if (info.last.round == round_ && is_member(info.token)) {
+    reports_[info.token] = info.last;
+  }
+}
+
+// One charge per failed round, not one per node that failed in it: the progress is the best any
+// node reached. A round that ended for a membership change is free (a lost node's peers fail too).
+std::optional<RestartDecision> RendezvousMachine::judge_failed_round(bool changed, std::string& failed_hosts) {
+  if (!budget_ || round_ < 0 || changed) return std::nullopt;
+  ProgressMark best;
+  for (const auto& [token, r] : reports_) {
+    if (r.failed) failed_hosts += fmt::format("{}{}", failed_hosts.empty() ? "" : ", ", host_of_[token]);
+    if (r.mark.checkpoint && (!best.checkpoint || *r.mark.checkpoint > *best.checkpoint))
+      best.checkpoint = r.mark.checkpoint;
+    if (r.mark.step && (!best.step || *r.mark.step > *best.step)) best.step = r.mark.step;
+  }
+  if (failed_hosts.empty()) return std::nullopt;
+  return budget_->on_failure(best);
 }
 
 std::vector<RdzvDecision> RendezvousMachine::tick(RdzvMillis now) {
@@ -218,6 +245,23 @@ void RendezvousMachine::publish(RdzvMillis now, std::vector<RdzvDecision>& out) 
     return a->order < b->order;
   });
   if (static_cast<int>(cand.size()) > policy_.max_nodes) cand.resize(static_cast<std::size_t>(policy_.max_nodes));
+  bool changed = false;
+  if (round_ >= 0) {
+    std::set<std::string> before, now_in;
+    for (const auto& s : current_.nodes) before.insert(s.token);
+    for (const auto* j : cand) now_in.insert(j->info.token);
+    changed = before != now_in;
+  }
+  std::string failed_hosts;
+  auto restart = judge_failed_round(changed, failed_hosts);
+  reports_.clear();
+  if (restart && restart->verdict != RestartVerdict::Restart) {
+    close(fmt::format("round {} failed on node(s) {}: {} (the job's one restart budget, kept by the rendezvous "
+                      "host: a failed round costs one restart, whichever nodes failed in it)",
+                      round_, failed_hosts, restart->text(*policy_.budget)),
+          out, restart);
+    return;
+  }
   std::map<std::string, int> host_count;
   for (const auto* j : cand) ++host_count[j->info.host];
   std::vector<RankCandidate> rc;
@@ -251,12 +295,8 @@ void RendezvousMachine::publish(RdzvMillis now, std::vector<RdzvDecision>& out) 
     joined_.erase(s.token);
   }
   next.world_size = base;
-  if (round_ > 0) {
-    std::set<std::string> before, now_in;
-    for (const auto& s : current_.nodes) before.insert(s.token);
-    for (const auto& s : next.nodes) now_in.insert(s.token);
-    next.membership_changed = before != now_in;
-  }
+  next.membership_changed = changed;
+  next.restart = restart;
   current_ = next;
   phase_ = RdzvPhase::Running;
   expected_.clear();
@@ -282,8 +322,9 @@ void RendezvousMachine::end_round(RdzvMillis now, std::string reason, std::vecto
   try_close(now, out);
 }
 
-void RendezvousMachine::close(std::string reason, std::vector<RdzvDecision>& out) {
-  rdzv_decision::Close c{std::move(reason), -1, {}, {}};
+void RendezvousMachine::close(std::string reason, std::vector<RdzvDecision>& out,
+                              std::optional<RestartDecision> restart) {
+  rdzv_decision::Close c{std::move(reason), -1, {}, {}, std::move(restart)};
   if (phase_ == RdzvPhase::Running || phase_ == RdzvPhase::Finishing) {
     c.round = round_;
     for (const auto& s : current_.nodes) c.members.push_back(s.token);

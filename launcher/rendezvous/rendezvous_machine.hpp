@@ -5,7 +5,12 @@
 // has rejoined. Node ranks are deterministic and stable while membership is unchanged (a
 // --node-rank hint first, then the node's previous rank, then its host's); global ranks follow
 // from each node's local world size. A node silent past the heartbeat timeout is dead: the round
-// ends and the rest rejoin (no restart budget is spent: that is the supervisor's business). A node
+// ends and the rest rejoin (no restart budget is spent). The job's restart budget is kept here, one
+// for the whole job (RdzvPolicy::budget, restart_budget.hpp): every restart goes through a new round,
+// each node's join says how its last attempt ended (RdzvAttemptReport), and a round that ended with
+// a failure on any node is charged once when the next one closes with the same nodes, weighing the
+// best progress any node reported; when the budget says stop, the round is not published but the
+// rendezvous closes with that decision, so every node ends with the same exit code and reason. A node
 // that joins a running round waits and is admitted at the next one, which starts at once while
 // the round is below MAX. A node whose store connection closed (its supervisor killed: the kernel
 // closes its sockets at once) is suspected at once and dead unless it is connected again within
@@ -21,16 +26,29 @@
 #include <variant>
 #include <vector>
 
+#include "launcher/rendezvous/restart_budget.hpp"
+
 namespace ddp::launcher {
 
 using RdzvMillis = std::chrono::milliseconds;
 
+// What a node says of its last attempt when it joins: the round it ran in (-1: none yet, and
+// `mark.checkpoint` is the checkpoint file's iteration before its first attempt), whether its group
+// failed by itself (not stopped because the round ended), and the progress that attempt reached.
+struct RdzvAttemptReport {
+  int round = -1;
+  bool failed = false;
+  ProgressMark mark;
+  bool operator==(const RdzvAttemptReport&) const = default;
+};
+
 struct RdzvNodeInfo {
-  std::string token;   // unique per supervisor process (host:pid:random)
-  std::string host;    // --local-addr, or the host name: logs, and rank stability across supervisor restarts
-  int nproc = 1;       // its local world size
-  int rank_hint = -1;  // --node-rank when given, else -1
-  int seq = 0;         // the node's join number: its assignment is published under it
+  std::string token;       // unique per supervisor process (host:pid:random)
+  std::string host;        // --local-addr, or the host name: logs, and rank stability across supervisor restarts
+  int nproc = 1;           // its local world size
+  int rank_hint = -1;      // --node-rank when given, else -1
+  int seq = 0;             // the node's join number: its assignment is published under it
+  RdzvAttemptReport last;  // how its last attempt ended
 };
 
 struct RdzvPolicy {
@@ -44,6 +62,9 @@ struct RdzvPolicy {
   // who it is in its first request, a few round trips and at most one 200 ms pause between tries;
   // and 1 s leaves room in a 3 s budget from a kill to the survivors' next round.
   RdzvMillis connection_grace{1000};
+  // The job's restart budget (the host's --max-restarts, --max-no-progress-restarts, --restart-budget,
+  // --checkpoint-file); none: rounds are never charged (a failure only starts a new one).
+  std::optional<RestartBudgetPolicy> budget;
 };
 
 struct RdzvSlot {
@@ -58,8 +79,11 @@ struct RdzvSlot {
 struct RdzvRound {
   int round = 0;
   int world_size = 0;
-  std::vector<RdzvSlot> nodes;  // by node rank
+  std::vector<RdzvSlot> nodes;      // by node rank
   bool membership_changed = false;  // not the same nodes as the round before
+  // The budget's decision on the round before, when it failed with the same nodes (it was charged,
+  // or excused by its progress): the same on every node.
+  std::optional<RestartDecision> restart;
 };
 
 namespace rdzv_event {
@@ -122,9 +146,10 @@ struct EndRound {
 // The job is over for everyone: members of the running round and nodes waiting to join learn why.
 struct Close {
   std::string reason;
-  int round = -1;                    // the round whose members are told (-1: none)
-  std::vector<std::string> members;  // of that round
-  std::vector<RdzvPending> pending;  // joined, not admitted
+  int round = -1;                          // the round whose members are told (-1: none)
+  std::vector<std::string> members;        // of that round
+  std::vector<RdzvPending> pending;        // joined, not admitted
+  std::optional<RestartDecision> restart;  // the job's restart budget ended it (its exit code, gave_up)
 };
 // A node cannot join (the job is finishing or over); the others go on.
 struct Reject {
@@ -171,6 +196,7 @@ class RendezvousMachine {
   // When the shell must Tick next (heartbeat, last call, join timeout), if anything is pending.
   std::optional<RdzvMillis> next_deadline() const;
   const RdzvPolicy& policy() const { return policy_; }
+  const std::optional<RestartBudget>& budget() const { return budget_; }
 
  private:
   struct Joined {
@@ -187,7 +213,10 @@ class RendezvousMachine {
   void try_close(RdzvMillis now, std::vector<RdzvDecision>& out);
   void publish(RdzvMillis now, std::vector<RdzvDecision>& out);
   void end_round(RdzvMillis now, std::string reason, std::vector<RdzvDecision>& out);
-  void close(std::string reason, std::vector<RdzvDecision>& out);
+  void close(std::string reason, std::vector<RdzvDecision>& out, std::optional<RestartDecision> restart = {});
+  void note_report(const RdzvNodeInfo& info);
+  // The budget's decision on the round that ended, if it failed and `changed` is false.
+  std::optional<RestartDecision> judge_failed_round(bool changed, std::string& failed_hosts);
   void check_all_done(std::vector<RdzvDecision>& out);
   bool is_member(const std::string& token) const;
   bool alive(const std::string& token) const { return last_seen_.count(token) != 0; }
@@ -207,6 +236,8 @@ class RendezvousMachine {
   std::optional<RdzvMillis> gather_started_;
   std::optional<RdzvMillis> last_call_at_;
   std::uint64_t join_counter_ = 0;
+  std::optional<RestartBudget> budget_;
+  std::map<std::string, RdzvAttemptReport> reports_;  // members of the running/ended round: how it ended for them
 };
 
 }  // namespace ddp::launcher

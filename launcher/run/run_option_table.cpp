@@ -75,7 +75,8 @@ std::vector<RunOption> make_table() {
        .field = &RunArgs::max_restarts,
        .type = T::Integer,
        .default_value = "0",
-       .help = "Worker-group restarts before giving up (0 to 1000)",
+       .help = "Worker-group restarts before giving up (0 to 1000); with --rdzv-backend c10d one budget for the "
+               "whole job, kept by the rendezvous host (a failed round costs one restart, whichever nodes failed)",
        .range = OptionRange{0, 1000},
        .job_key = "distributed.max_restarts",
        .job_form = J::Scalar},
@@ -222,7 +223,7 @@ std::vector<RunOption> make_table() {
        .choices = {"restart", "fail"},
        .job_key = "distributed.on_hang",
        .job_form = J::Scalar},
-      // The progress-aware restart budget (launcher/supervisor/restart_budget.hpp).
+      // The progress-aware restart budget (launcher/rendezvous/restart_budget.hpp).
       {.names = "--checkpoint-file,--checkpoint_file",
        .field = &RunArgs::checkpoint_file,
        .help = "Progress is this file's integer (the last checkpointed iteration, ft_launcher's contract) "
@@ -234,7 +235,7 @@ std::vector<RunOption> make_table() {
        .type = T::Integer,
        .default_value = "3",
        .help = "Restarts in a row without progress before the job ends with exit code 3 (0 to 1000; "
-               "--max-restarts still applies)",
+               "--max-restarts still applies; c10d: rounds of the job, progress on any node counts)",
        .range = OptionRange{0, 1000},
        .job_key = "distributed.max_no_progress_restarts",
        .job_form = J::Scalar},

@@ -139,7 +139,7 @@ int Supervisor::run() {
                  .cgroup = cgroups_.v2_dir().empty() ? std::nullopt : std::optional(cgroups_.v2_dir().string()),
                  .memory_cgroup = cgroups_.memory_accounting()}));
   if (rdzv_) {
-    rdzv_->join();  // the group starts when the first round closes
+    join_round();  // the group starts when the first round closes
   } else {
     dispatch(input::Start{});
   }
@@ -213,11 +213,14 @@ void Supervisor::watch_progress() {
 void Supervisor::start_rendezvous() {
   auto rc = *config_.dynamic;
   rc.local_addr = node_name_;
+  // One budget for the job, kept by the rendezvous host (the host's flags are the job's).
+  rc.policy.budget = machine_.budget_policy();
   rdzv_ = Rendezvous::create(
       io_, rc,
       {.assigned = [this](const RoundAssignment& a) { on_round(a); },
        .round_ended = [this](const std::string& reason) { on_round_ended(reason); },
-       .closed = [this](const std::string& reason) { on_rendezvous_closed(reason); },
+       .closed = [this](const std::string& reason,
+                        const std::optional<RestartDecision>& restart) { on_rendezvous_closed(reason, restart); },
        .node_lost =
            [this](const std::string& host, std::chrono::milliseconds silent, const std::string& reason) {
              events_.emit(events::NodeLost{.host = host, .silent_ms = silent.count(), .reason = reason});
@@ -238,7 +241,14 @@ void Supervisor::on_round(const RoundAssignment& a) {
     dispatch(input::Start{});
     return;
   }
-  dispatch(input::RoundAdmitted{a.membership_changed});  // a failure is charged unless nodes changed
+  dispatch(input::RoundAdmitted{a.membership_changed, a.restart});  // the host charged the job's budget, or not
+  if (a.restart) {
+    // The job restarts after a failed round: the same decision on every node, whichever failed.
+    spdlog::warn("round {} failed; restarting as round {}: {} (the job's restart budget, kept by the rendezvous host)",
+                 a.round - 1, a.round, a.restart->text(machine_.budget_policy()));
+    events_.emit(restarting_event(next_attempt_ >= 0 ? next_attempt_ : machine_.attempt() + 1, a.restart,
+                                  machine_.restarts_left(), std::chrono::milliseconds(0)));
+  }
   if (machine_.finished_with()) {
     spdlog::error("leaving the job");
   } else if (next_attempt_ >= 0) {
@@ -250,15 +260,25 @@ void Supervisor::on_round_ended(const std::string& reason) {
   if (machine_.state() != GroupState::Running) return;  // already stopping, or rejoining
   spdlog::warn("rendezvous round {} is over ({}): stopping the workers to rejoin", round_, reason);
   events_.emit(events::RoundEnded{.round = round_, .reason = reason});
-  dispatch(input::RoundEnded{false});
+  dispatch(input::RoundEnded{false, std::nullopt});
 }
 
-void Supervisor::on_rendezvous_closed(const std::string& reason) {
+void Supervisor::on_rendezvous_closed(const std::string& reason, const std::optional<RestartDecision>& restart) {
   if (machine_.finished_with()) return;  // we ended it ourselves
   spdlog::error("rendezvous: {}", reason);
   rdzv_close_reason_ = reason;
   events_.emit(events::RendezvousClosed{.round = round_, .reason = reason});
-  dispatch(input::RoundEnded{true});
+  dispatch(input::RoundEnded{true, restart});
+}
+
+void Supervisor::join_round() {
+  RdzvAttemptReport last;
+  if (machine_.state() == GroupState::Init) {
+    last.mark.checkpoint = machine_.policy().checkpoint_at_start;  // the baseline an attempt must pass
+  } else {
+    last = {.round = round_, .failed = machine_.own_failure(), .mark = machine_.progress()};
+  }
+  rdzv_->join(last);
 }
 
 void Supervisor::prepare_store() {
@@ -426,7 +446,9 @@ void Supervisor::perform(const action::ArmGrace& a) {
 void Supervisor::perform(const action::Finish& a) {
   exit_code_ = a.exit_code;
   end_timeline(machine_.attempt());
-  if (const auto& d = machine_.restart_decision(); d && d->verdict != RestartVerdict::Restart) {
+  // A rendezvous that ended the job said why already (the job's budget: rendezvous_close_reason).
+  if (const auto& d = machine_.restart_decision();
+      d && d->verdict != RestartVerdict::Restart && rdzv_close_reason_.empty()) {
     spdlog::error("attempt {} failed: {}", machine_.attempt(), d->text(machine_.budget_policy()));
   }
   pending_restart_.reset();  // a signal during the drain before a restart ends the job instead

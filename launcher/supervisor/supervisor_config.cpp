@@ -33,7 +33,7 @@ SupervisorPolicy supervisor_policy(const SupervisorConfig& config) {
                           .shutdown_grace = config.shutdown_grace,
                           .restart_backoff = config.restart_backoff,
                           .max_backoff = std::chrono::milliseconds(10000),
-                          .defer_restart_charge = config.dynamic.has_value(),
+                          .rendezvous_budget = config.dynamic.has_value(),
                           .exit_barrier = config.dynamic.has_value(),
                           .restart_on_hang = config.restart_on_hang,
                           .max_no_progress_restarts = config.max_no_progress_restarts,

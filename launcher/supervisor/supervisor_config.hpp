@@ -13,8 +13,8 @@
 #include "launcher/hang/progress_watchdog.hpp"
 #include "launcher/outputs/metrics.hpp"
 #include "launcher/rendezvous/rendezvous.hpp"
+#include "launcher/rendezvous/restart_budget.hpp"
 #include "launcher/supervisor/store_mode.hpp"
-#include "launcher/supervisor/restart_budget.hpp"
 #include "launcher/workers/rank_log_lines.hpp"
 #include "launcher/workers/rank_plan.hpp"
 #include "launcher/workers/worker_env.hpp"
@@ -39,7 +39,7 @@ struct SupervisorConfig {
   // --hang-timeout (launcher/hang/progress_watchdog.hpp) and --on-hang restart|fail.
   HangTimeout hang_timeout;
   bool restart_on_hang = true;
-  // The progress-aware restart budget (launcher/supervisor/restart_budget.hpp).
+  // The progress-aware restart budget (launcher/rendezvous/restart_budget.hpp).
   int max_no_progress_restarts = 3;
   BudgetMode budget_mode = BudgetMode::Count;
   std::filesystem::path checkpoint_file;              // --checkpoint-file; empty: progress is steps

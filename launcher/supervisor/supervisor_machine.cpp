@@ -138,6 +138,10 @@ std::vector<Action> SupervisorMachine::handle(const input::HangDetected& e) {
 }
 
 std::vector<Action> SupervisorMachine::handle(const input::RoundEnded& e) {
+  if (e.closed && e.restart) {
+    restart_decision_ = e.restart;
+    closed_exit_code_ = e.restart->exit_code();
+  }
   if (state_ == GroupState::Running) {
     round_stop_ = e.closed ? RoundStop::Closed : RoundStop::Rejoin;
     return stop_group(sig::kTerm);
@@ -151,17 +155,20 @@ std::vector<Action> SupervisorMachine::handle(const input::RoundEnded& e) {
   }
   if (e.closed && (state_ == GroupState::Init || state_ == GroupState::Restarting)) {
     round_stop_ = RoundStop::Closed;
-    return finish(GroupState::Failed, 1);
+    return finish(GroupState::Failed, closed_exit_code_);
   }
   return {};
 }
 
+// The host charged the job's budget (or not): the same decision on every node. It never says stop
+// here: a spent budget closes the rendezvous instead (RoundEnded, closed).
 std::vector<Action> SupervisorMachine::handle(const input::RoundAdmitted& e) {
-  if (state_ != GroupState::Restarting || !std::exchange(charge_pending_, false)) return {};
-  if (e.membership_changed) return {};
-  std::vector<Action> finished;
-  if (!charge_restart(finished)) return finished;
-  ++restarts_spent_;
+  if (state_ != GroupState::Restarting) return {};
+  own_failure_ = false;
+  if (e.restart) {
+    restart_decision_ = e.restart;
+    ++restarts_spent_;  // a failed round, wherever it failed: the back-off grows
+  }
   return {};
 }
 
@@ -181,18 +188,19 @@ bool SupervisorMachine::charge_restart(std::vector<Action>& finished) {
 
 std::vector<Action> SupervisorMachine::group_gone() {
   if (stop_signal_ != 0) return finish(GroupState::Interrupted, 128 + stop_signal_);
-  if (round_stop_ == RoundStop::Closed) return finish(GroupState::Failed, 1);
+  if (round_stop_ == RoundStop::Closed) return finish(GroupState::Failed, closed_exit_code_);
   if (hang_detected_ && !policy_.restart_on_hang) return finish(GroupState::Failed, 1);  // --on-hang fail
   if (round_stop_ == RoundStop::Rejoin) {
     state_ = GroupState::Restarting;
+    own_failure_ = false;
     return {action::ArmBackoff{attempt_ + 1, std::chrono::milliseconds(0)}};
   }
-  if (policy_.defer_restart_charge) {
-    // Charged once the next round shows the same nodes (RoundAdmitted); backs off as if it will be,
-    // like the static mode: a failing group under a dynamic rendezvous used to restart at once
-    // every time (500 restarts in 5 s).
+  if (policy_.rendezvous_budget) {
+    // The host charges the job's budget when the next round closes with the same nodes
+    // (RoundAdmitted); backs off as if it will, like the static mode: a failing group under a
+    // dynamic rendezvous used to restart at once every time (500 restarts in 5 s).
     state_ = GroupState::Restarting;
-    charge_pending_ = true;
+    own_failure_ = true;
     return {action::ArmBackoff{attempt_ + 1, backoff_before(restarts_spent_ + 1)}};
   }
   std::vector<Action> finished;

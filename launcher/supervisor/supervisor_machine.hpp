@@ -24,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/supervisor/restart_budget.hpp"
+#include "launcher/rendezvous/restart_budget.hpp"
 
 namespace ddp::launcher {
 
@@ -79,16 +79,19 @@ struct BackoffExpired {
   int attempt;
 };
 // Dynamic rendezvous: the round this node runs in is over (a node was lost, joined or restarted
-// elsewhere): stop the group and restart it without spending the restart budget. `closed`: the
-// job is over elsewhere (or the rendezvous failed): stop and finish as failed.
+// elsewhere): stop the group and restart it. `closed`: the job is over elsewhere (or the rendezvous
+// failed): stop and finish as failed, with `restart`'s exit code when the job's budget ended it.
 struct RoundEnded {
   bool closed = false;
+  std::optional<RestartDecision> restart;
 };
-// Dynamic rendezvous: the node was admitted to a new round after its group failed. The failure is
-// charged to the restart budget only when the membership is unchanged: a failure caused by a lost
-// node (its peers' connections reset) is the membership change's, not this node's.
+// Dynamic rendezvous: the node was admitted to a new round after its group stopped. The rendezvous
+// host keeps the job's restart budget and charges a failed round once (whichever nodes failed, only
+// when the membership is unchanged: a failure caused by a lost node is the membership change's);
+// `restart` is its decision, the same on every node.
 struct RoundAdmitted {
   bool membership_changed = false;
+  std::optional<RestartDecision> restart;
 };
 // The shell stopped spawning the group after a signal or a failure stopped it: local ranks from
 // `first_unspawned` on never started, so the teardown must not wait for them.
@@ -96,7 +99,7 @@ struct SpawnAbandoned {
   int attempt;
   int first_unspawned;
 };
-// What the running attempt reached (launcher/supervisor/restart_budget.hpp): the checkpoint file's
+// What the running attempt reached (launcher/rendezvous/restart_budget.hpp): the checkpoint file's
 // iteration as last read (replaces the one before), the highest step seen (kept when higher).
 // Weighed when the attempt fails.
 struct ProgressSeen {
@@ -148,8 +151,9 @@ struct SupervisorPolicy {
   std::chrono::milliseconds shutdown_grace{30000};
   std::chrono::milliseconds restart_backoff{0};  // before attempt 2 (attempt 1 starts at once); doubles, capped
   std::chrono::milliseconds max_backoff{10000};
-  // Dynamic rendezvous: a failed group always rejoins; RoundAdmitted decides whether it is charged.
-  bool defer_restart_charge = false;
+  // Dynamic rendezvous: a failed group always rejoins, and the rendezvous host charges the job's one
+  // budget (RoundAdmitted and RoundEnded bring its decision); this machine's own budget is unused.
+  bool rendezvous_budget = false;
   // Dynamic rendezvous: before it exits, the node waits until every node finished (the host keeps
   // the store up for them).
   bool exit_barrier = false;
@@ -187,8 +191,13 @@ class SupervisorMachine {
   // The last stop came from the dynamic rendezvous (RoundEnded), not from a rank of this node.
   bool stopped_by_round() const { return round_stop_ != RoundStop::None; }
   // The budget's last decision on a failed attempt (restart or end, and why); nullopt before any.
+  // Dynamic rendezvous: the job's, from the rendezvous host.
   const std::optional<RestartDecision>& restart_decision() const { return restart_decision_; }
-  int restarts_left() const { return budget_.restarts_left(); }
+  int restarts_left() const { return restart_decision_ ? restart_decision_->restarts_left : policy_.max_restarts; }
+  // Dynamic rendezvous: the group that stopped last failed by itself (not because its round ended):
+  // its next join says so.
+  bool own_failure() const { return own_failure_; }
+  const SupervisorPolicy& policy() const { return policy_; }
   const RestartBudgetPolicy& budget_policy() const { return budget_.policy(); }
   const ProgressMark& progress() const { return progress_; }  // the current attempt's
 
@@ -234,7 +243,8 @@ class SupervisorMachine {
   ProgressMark progress_;  // the current attempt's
   std::optional<RestartDecision> restart_decision_;
   enum class RoundStop { None, Rejoin, Closed } round_stop_ = RoundStop::None;
-  bool charge_pending_ = false;  // a failure waits for RoundAdmitted to be charged or excused
+  bool own_failure_ = false;  // dynamic rendezvous: the group failed; told to the host at the next join
+  int closed_exit_code_ = 1;  // the rendezvous closed the job: its budget's exit code, else 1
   std::optional<int> exit_code_;
   FinishStage finish_stage_ = FinishStage::NotFinishing;
 };

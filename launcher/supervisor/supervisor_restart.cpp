@@ -13,7 +13,7 @@ void Supervisor::perform(const action::ArmBackoff& a) {
   if (rdzv_ && machine_.stopped_by_round()) {
     spdlog::info("workers stopped; joining the next rendezvous round");
     next_attempt_ = a.attempt;
-    rdzv_->join();
+    join_round();
     return;
   }
   // The summary quotes each rank's last stderr lines: let the failed attempt's pipes drain
@@ -47,7 +47,13 @@ void Supervisor::restart_after_drain() {
   const auto after = restart_delay(backoff, config_.min_restart_interval, since_start);
   const auto& decision = machine_.restart_decision();
   const std::string budget = decision ? decision->text(machine_.budget_policy()) : std::string();
-  if (fresh_filestore) {
+  if (rdzv_) {
+    // The rendezvous host decides at the next round, for the job: that node logs and emits it then.
+    spdlog::warn(
+        "attempt {} failed; joining the next rendezvous round to restart the job (its restart budget is "
+        "kept by the rendezvous host: --max-restarts {} per job)",
+        a.attempt - 1, config_.max_restarts);
+  } else if (fresh_filestore) {
     spdlog::warn(
         "attempt {} failed on a FileStore an earlier run left: {}; restarting the worker group as attempt "
         "{} at once (--max-restarts {})",
@@ -57,7 +63,7 @@ void Supervisor::restart_after_drain() {
                  a.attempt - 1, a.attempt, config_.max_restarts, after.count(),
                  after > backoff ? " (--min-restart-interval)" : "", budget.empty() ? "" : "; " + budget);
   }
-  events_.emit(restarting_event(a.attempt, decision, machine_.restarts_left(), after));
+  if (!rdzv_) events_.emit(restarting_event(a.attempt, decision, machine_.restarts_left(), after));
   // The health gate (launcher/supervisor/gpu_release_gate.hpp): the dead ranks' GPU memory first.
   gpu_gate_.wait(failed_attempt_pids(), [this, a, after](const GpuReleaseGate::Outcome& o) {
     if (o.gated) timeline_.note(RestartPhase::GpuReleased, now_seconds());
@@ -87,7 +93,7 @@ void Supervisor::restart_after_gate(const action::ArmBackoff& a, std::chrono::mi
   if (rdzv_) {
     // Every restart goes through a new round: the others learn of it and restart too.
     next_attempt_ = a.attempt;
-    rdzv_->join();
+    join_round();
     return;
   }
   backoff_timer_.expires_after(after);
@@ -114,7 +120,7 @@ void Supervisor::end_timeline(int attempt) {
 
 void Supervisor::on_metric_row(const MetricRow& row) {
   if (row.step_given) on_attempt_heard_from(row.attempt, /*after_rendezvous_only=*/false);
-  // A step the line named is the restart budget's progress (launcher/supervisor/restart_budget.hpp).
+  // A step the line named is the restart budget's progress (launcher/rendezvous/restart_budget.hpp).
   if (row.step_given && row.attempt == machine_.attempt() &&
       (!machine_.progress().step || *row.step > *machine_.progress().step)) {
     machine_.on(input::ProgressSeen{row.attempt, {.checkpoint = {}, .step = row.step}});

@@ -90,7 +90,9 @@ class Supervisor {
   void start_rendezvous();
   void on_round(const RoundAssignment& a);
   void on_round_ended(const std::string& reason);
-  void on_rendezvous_closed(const std::string& reason);
+  void on_rendezvous_closed(const std::string& reason, const std::optional<RestartDecision>& restart);
+  // Join the next round, saying how this node's last attempt ended (the host charges the job's budget).
+  void join_round();
   void prepare_store();
 
   // Our store's count of the workers' clients reached the world size: the rendezvous is complete.

@@ -7,7 +7,7 @@ function exit(e) {
   return `exited with code ${e.exit_code}`;
 }
 
-// The restart budget's decision on a restart (launcher/supervisor/restart_budget.hpp), when the event has it.
+// The restart budget's decision on a restart (launcher/rendezvous/restart_budget.hpp), when the event has it.
 function budget(e) {
   if (e.progress === undefined) return '';
   const reached = e.checkpoint != null ? `checkpoint ${e.checkpoint}` : e.step != null ? `step ${number(e.step, 6)}` : 'nothing';

@@ -1,4 +1,4 @@
-"""The progress-aware restart budget (launcher/supervisor/restart_budget.hpp), with real workers:
+"""The progress-aware restart budget (launcher/rendezvous/restart_budget.hpp), with real workers:
 a crash loop without progress ends after --max-no-progress-restarts with exit code 3; a loop whose
 checkpoint file (or step) advances goes on past it; --restart-budget progress counts only restarts
 without progress; --min-restart-interval spaces the attempts."""

@@ -31,7 +31,7 @@ RdzvClientSettings settings(long lost_window_ms = 3000) {
   RdzvClientSettings s;
   s.prefix = "rdzv/job/";
   s.endpoint = kEndpoint;
-  s.node = {kToken, "n1", 2, -1, 0};
+  s.node = {kToken, "n1", 2, -1, 0, {}};
   s.policy.min_nodes = 1;
   s.policy.max_nodes = 3;
   s.policy.join_timeout = ms(10000);
@@ -91,7 +91,9 @@ struct Sim {
     const long until = t + d;
     while (t < until) step();
   }
-  void send(Kind k, std::string why = {}) { commands.push_back({ms(t), k, std::move(why)}); }
+  void send(Kind k, std::string why = {}, RdzvAttemptReport last = {}) {
+    commands.push_back({ms(t), k, std::move(why), std::move(last)});
+  }
 
   ev::Failed fail(long cost, bool timed_out) {
     t += cost;
@@ -218,7 +220,13 @@ TEST_CASE("rendezvous client: connect, join, wait to be admitted, run the round"
   s.step();
   auto set = std::get<req::Set>(s.next);
   CHECK(set.key == "rdzv/job/join/" + kToken + "/1");
-  CHECK(json::parse(set.value) == json{{"token", kToken}, {"host", "n1"}, {"nproc", 2}, {"hint", -1}, {"seq", 1}});
+  CHECK(json::parse(set.value) ==
+        json{{"token", kToken},
+             {"host", "n1"},
+             {"nproc", 2},
+             {"hint", -1},
+             {"seq", 1},
+             {"last", {{"round", -1}, {"failed", false}, {"checkpoint", nullptr}, {"step", nullptr}}}});
   s.step();
   CHECK(std::get<req::Add>(s.next).key == kHb);  // the first heartbeat is due at once
   s.step();
@@ -682,4 +690,52 @@ TEST_CASE("rendezvous client: after a reconnect the first store call names this 
   const auto* add = std::get_if<req::Add>(&s.next);
   REQUIRE(add != nullptr);  // not a WAIT first, nor the next heartbeat a second later
   CHECK(add->key == kHb);
+}
+
+TEST_CASE("rendezvous client: the join says how the last attempt ended; the job budget's decisions come back") {
+  Sim s;
+  s.step();  // Connected
+  const RdzvAttemptReport last{.round = 4, .failed = true, .mark = {.checkpoint = 120, .step = 7.5}};
+  s.send(Kind::Join, {}, last);
+  s.run_until([&] { return s.waiting_on(kAssign1); });
+  const auto info = rdzv_join_info(s.keys.at("rdzv/job/join/" + kToken + "/1"));
+  CHECK(info.token == kToken);
+  CHECK(info.seq == 1);
+  CHECK(info.last == last);
+  // Admitted to round 5 after a failed round 4: the host's decision, as it made it.
+  RestartDecision charged;
+  charged.charged = true;
+  charged.restarts_left = 2;
+  charged.checkpoint = 120;
+  RoundAssignment a{.round = 5,
+                    .node_rank = 1,
+                    .nnodes = 2,
+                    .world_size = 4,
+                    .rank_base = 2,
+                    .nproc = 2,
+                    .master_addr = "h0",
+                    .master_port = 41000,
+                    .hosts = {},
+                    .membership_changed = false,
+                    .restart = charged};
+  s.keys[kAssign1] = rdzv_assign_value(a, 0);
+  s.run_until([&] { return !s.notices<note::Assigned>().empty(); });
+  CHECK(s.notices<note::Assigned>()[0].assignment.restart == charged);
+  // The budget is spent: the close carries the decision (its exit code) with the reason.
+  RestartDecision spent;
+  spent.verdict = RestartVerdict::NoProgress;
+  spent.no_progress_in_a_row = 4;
+  s.keys["rdzv/job/wake/" + kToken + "/5"] = rdzv_wake_value("round 5 failed on node(s) n1: no progress", true, spent);
+  s.run_until([&] { return s.has_closed(); });
+  CHECK(s.closed() == "round 5 failed on node(s) n1: no progress");
+  CHECK(s.notices<note::Closed>()[0].restart == spent);
+}
+
+TEST_CASE("rendezvous client: a first join's report (no round yet) and an older host's join value") {
+  RdzvNodeInfo n{"t:1:2", "a", 2, -1, 1, {.round = -1, .failed = false, .mark = {.checkpoint = 100, .step = {}}}};
+  CHECK(rdzv_join_info(rdzv_join_value(n)).last == n.last);
+  // Written without "last" (an older ddp-launch): no report.
+  auto old = rdzv_join_info(R"({"token":"t","host":"a","nproc":1,"hint":-1,"seq":3})");
+  CHECK(old.last == RdzvAttemptReport{});
+  CHECK_THROWS(rdzv_join_info(R"({"token":"t"})"));
 }

@@ -21,7 +21,7 @@ RdzvPolicy policy(int min, int max) {
 
 rdzv_event::Join join(const std::string& token, long now, int nproc = 2, int hint = -1, int seq = 0,
                       std::string host = "") {
-  return {{token, host.empty() ? "h-" + token : host, nproc, hint, seq}, ms(now)};
+  return {{token, host.empty() ? "h-" + token : host, nproc, hint, seq, {}}, ms(now)};
 }
 
 template <typename T>
@@ -380,4 +380,126 @@ TEST_CASE("rendezvous: a waiting node (joined, not admitted) whose connection cl
   CHECK(lost[0].token == "w");
   CHECK(m.waiting() == 0);
   CHECK(m.phase() == RdzvPhase::Running);
+}
+
+// The job's restart budget, kept by the host (issue 28): one charge per failed round.
+namespace {
+
+RdzvPolicy budgeted(int max_restarts, int max_no_progress = 3, bool checkpoint_file = false) {
+  auto p = policy(2, 2);
+  p.budget = RestartBudgetPolicy{.max_restarts = max_restarts,
+                                 .max_no_progress_restarts = max_no_progress,
+                                 .mode = BudgetMode::Count,
+                                 .checkpoint_file = checkpoint_file};
+  return p;
+}
+
+// A rejoin after `round`, saying how it ended for the node.
+rdzv_event::Join rejoin(const std::string& token, long now, int round, bool failed, int seq,
+                        std::optional<std::int64_t> checkpoint = std::nullopt) {
+  auto j = join(token, now, 2, -1, seq);
+  j.node.last = {.round = round, .failed = failed, .mark = {.checkpoint = checkpoint, .step = std::nullopt}};
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("job budget: a failed round costs one restart, not one per node; spent, the close says so to all") {
+  RendezvousMachine m(budgeted(1));
+  m.on(join("a", 0));
+  REQUIRE(of<rdzv_decision::Publish>(m.on(join("b", 0))).size() == 1);
+  // Round 0: both nodes' groups fail; each rejoins saying so.
+  CHECK(of<rdzv_decision::EndRound>(m.on(rejoin("a", 100, 0, true, 1))).size() == 1);
+  auto pub = of<rdzv_decision::Publish>(m.on(rejoin("b", 110, 0, true, 1)));
+  REQUIRE(pub.size() == 1);
+  REQUIRE(pub[0].round.restart);
+  CHECK(pub[0].round.restart->charged);
+  CHECK(pub[0].round.restart->restarts_left == 0);
+  CHECK(m.budget()->charged() == 1);  // one for the round, though two nodes failed
+  // Round 1: only b fails; a was stopped by the round. The budget is spent: no round 2.
+  m.on(rejoin("b", 200, 1, true, 2));
+  auto ds = m.on(rejoin("a", 210, 1, false, 2));
+  CHECK(of<rdzv_decision::Publish>(ds).empty());
+  auto closes = of<rdzv_decision::Close>(ds);
+  REQUIRE(closes.size() == 1);
+  REQUIRE(closes[0].restart);
+  CHECK(closes[0].restart->verdict == RestartVerdict::BudgetSpent);
+  CHECK(closes[0].restart->exit_code() == 1);
+  CHECK(closes[0].reason.find("round 1 failed on node(s) h-b") != std::string::npos);
+  CHECK(closes[0].reason.find("--max-restarts 1") != std::string::npos);
+  CHECK(closes[0].pending.size() == 2);  // both are told, with the same decision
+  CHECK(m.phase() == RdzvPhase::Closed);
+}
+
+TEST_CASE("job budget: a round that ended for a membership change, or with no failure, is free") {
+  auto p = policy(2, 3);
+  p.budget = budgeted(0).budget;
+  RendezvousMachine grow(p);
+  grow.on(join("a", 0));
+  grow.on(join("b", 0));
+  REQUIRE(of<rdzv_decision::Publish>(grow.on(rdzv_event::Tick{ms(1000)})).size() == 1);
+  // c joins (scale up): the round ends; nobody failed.
+  grow.on(join("c", 1100));
+  grow.on(rejoin("a", 1200, 0, false, 1));
+  auto pub = of<rdzv_decision::Publish>(grow.on(rejoin("b", 1300, 0, false, 1)));
+  REQUIRE(pub.size() == 1);
+  CHECK_FALSE(pub[0].round.restart);
+  // b's group fails because c died (its peers' connections reset): the membership changed, free.
+  grow.on(rejoin("b", 1400, 1, true, 2));
+  grow.on(rejoin("a", 1400, 1, false, 2));
+  std::vector<RdzvDecision> ds;  // c falls silent: dead at the heartbeat timeout
+  for (long t = 1500; t <= 5000; t += 500) {
+    for (const auto* n : {"a", "b"}) {
+      auto more = grow.on(rdzv_event::Heartbeat{n, ms(t)});
+      ds.insert(ds.end(), more.begin(), more.end());
+    }
+  }
+  CHECK(of<rdzv_decision::Close>(ds).empty());
+  pub = of<rdzv_decision::Publish>(ds);
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.membership_changed);
+  CHECK_FALSE(pub[0].round.restart);
+  CHECK(grow.budget()->charged() == 0);
+}
+
+TEST_CASE("job budget: progress is the best any node reported; the baseline is the best any started from") {
+  RendezvousMachine m(budgeted(10, 1, /*checkpoint_file=*/true));
+  // a starts from checkpoint 100, b has no file yet.
+  auto ja = join("a", 0);
+  ja.node.last.mark.checkpoint = 100;
+  m.on(ja);
+  m.on(join("b", 0));
+  // Round 0 fails: a's checkpoint still reads 100 (no progress), b's none.
+  m.on(rejoin("a", 100, 0, true, 1, 100));
+  auto pub = of<rdzv_decision::Publish>(m.on(rejoin("b", 100, 0, false, 1)));
+  REQUIRE(pub.size() == 1);
+  CHECK_FALSE(pub[0].round.restart->progressed);
+  CHECK(pub[0].round.restart->no_progress_in_a_row == 1);
+  // Round 1 fails on b; a's checkpoint advanced: the job progressed.
+  m.on(rejoin("b", 200, 1, true, 2));
+  pub = of<rdzv_decision::Publish>(m.on(rejoin("a", 200, 1, false, 2, 120)));
+  REQUIRE(pub.size() == 1);
+  CHECK(pub[0].round.restart->progressed);
+  CHECK(pub[0].round.restart->checkpoint == 120);
+  CHECK(pub[0].round.restart->no_progress_in_a_row == 0);
+  // Two rounds in a row without progress: --max-no-progress-restarts 1 ends the job with exit code 3.
+  m.on(rejoin("a", 300, 2, true, 3, 120));
+  m.on(rejoin("b", 300, 2, true, 3));
+  m.on(rejoin("a", 400, 3, true, 4, 120));
+  auto closes = of<rdzv_decision::Close>(m.on(rejoin("b", 400, 3, true, 4)));
+  REQUIRE(closes.size() == 1);
+  CHECK(closes[0].restart->verdict == RestartVerdict::NoProgress);
+  CHECK(closes[0].restart->exit_code() == kNoProgressExitCode);
+  CHECK(closes[0].reason.find("h-a, h-b") != std::string::npos);
+}
+
+TEST_CASE("job budget: a report of an older round is not this round's") {
+  RendezvousMachine m(budgeted(0));
+  m.on(join("a", 0));
+  m.on(join("b", 0));
+  // a rejoins claiming a failure of a round that is not the running one (-> ignored), b stopped.
+  m.on(rejoin("a", 100, 7, true, 1));
+  auto pub = of<rdzv_decision::Publish>(m.on(rejoin("b", 100, 0, false, 1)));
+  REQUIRE(pub.size() == 1);
+  CHECK_FALSE(pub[0].round.restart);
 }

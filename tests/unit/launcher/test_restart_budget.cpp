@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "launcher/supervisor/restart_budget.hpp"
+#include "launcher/rendezvous/restart_budget.hpp"
 
 using namespace ddp::launcher;
 using namespace std::chrono_literals;
@@ -118,4 +118,22 @@ TEST_CASE("parse_checkpoint_iteration: one integer, whitespace around it") {
   CHECK_FALSE(parse_checkpoint_iteration("12 13"));
   CHECK_FALSE(parse_checkpoint_iteration("iter=5"));
   CHECK_FALSE(parse_checkpoint_iteration("99999999999999999999999"));
+}
+
+TEST_CASE("raise_baseline: an attempt must pass the best checkpoint any node started from") {
+  RestartBudget b(policy(10, 3, BudgetMode::Count, true), 50);
+  b.raise_baseline(100);
+  b.raise_baseline(70);            // lower: the best stays
+  b.raise_baseline(std::nullopt);  // no file on that node
+  CHECK_FALSE(b.on_failure(checkpoint(100)).progressed);
+  CHECK(b.on_failure(checkpoint(101)).progressed);
+}
+
+TEST_CASE("restart verdict names: the finished event's gave_up words, both ways") {
+  for (auto v : {RestartVerdict::Restart, RestartVerdict::BudgetSpent, RestartVerdict::NoProgress}) {
+    CHECK(restart_verdict_named(restart_verdict_name(v)) == v);
+  }
+  CHECK(restart_verdict_name(RestartVerdict::BudgetSpent) == "max_restarts");
+  CHECK(restart_verdict_name(RestartVerdict::NoProgress) == "no_progress");
+  CHECK_FALSE(restart_verdict_named("later"));
 }

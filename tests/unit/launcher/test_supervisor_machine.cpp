@@ -196,7 +196,7 @@ TEST_CASE("a signal during a hang's teardown ends the job as interrupted, not re
 TEST_CASE("dynamic rendezvous: a round that ends stops the group and rejoins without spending budget") {
   SupervisorMachine m(policy(2, 0));
   m.on(input::Start{});
-  auto stop = m.on(input::RoundEnded{false});
+  auto stop = m.on(input::RoundEnded{false, std::nullopt});
   CHECK(get<action::SignalGroup>(stop).signo == SIGTERM);
   m.on(exited(0, 0, SIGTERM));
   auto gone = m.on(exited(1, 0, SIGTERM));
@@ -204,34 +204,64 @@ TEST_CASE("dynamic rendezvous: a round that ends stops the group and rejoins wit
   CHECK(m.stopped_by_round());
   CHECK(get<action::SpawnGroup>(m.on(input::BackoffExpired{1})).attempt == 1);
   // Closed elsewhere: stop and fail.
-  m.on(input::RoundEnded{true});
+  m.on(input::RoundEnded{true, std::nullopt});
   m.on(exited(0, 0, SIGTERM));
   CHECK(get<action::Finish>(m.on(exited(1, 0, SIGTERM))).exit_code == 1);
 }
 
-TEST_CASE("dynamic rendezvous: a failure is charged only when the next round has the same nodes") {
-  auto p = policy(1, 1);
-  p.defer_restart_charge = true;
+RestartDecision job_decision(RestartVerdict v, int left, bool charged = true) {
+  RestartDecision d;
+  d.verdict = v;
+  d.charged = charged;
+  d.restarts_left = left;
+  return d;
+}
+
+TEST_CASE("dynamic rendezvous: the host's decision is the node's; a spent budget ends it with its exit code") {
+  auto p = policy(1, 5);
+  p.rendezvous_budget = true;
   SupervisorMachine m(p);
   m.on(input::Start{});
-  // A peer node died and our rank's connection was reset: excused.
+  // Its group failed: it rejoins (saying so), and its own budget is not touched.
   CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
-  CHECK(m.on(input::RoundAdmitted{true}).empty());
+  CHECK(m.own_failure());
+  CHECK_FALSE(m.restart_decision());
+  CHECK(m.restarts_left() == 5);
+  // A membership change: no decision, nothing charged.
+  CHECK(m.on(input::RoundAdmitted{true, std::nullopt}).empty());
+  CHECK_FALSE(m.own_failure());
+  CHECK(m.restarts_left() == 5);
   m.on(input::BackoffExpired{1});
-  // A real failure: charged (budget 1 → 0).
+  // The host charged the job's budget (wherever the failure was): the same count here.
   CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
-  CHECK(m.on(input::RoundAdmitted{false}).empty());
+  CHECK(m.on(input::RoundAdmitted{false, job_decision(RestartVerdict::Restart, 0)}).empty());
+  CHECK(m.restarts_left() == 0);
   m.on(input::BackoffExpired{2});
-  // Again: nothing left.
-  CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
-  CHECK(get<action::Finish>(m.on(input::RoundAdmitted{false})).exit_code == 1);
+  // A round stopped by another node's failure: not this node's failure to report.
+  m.on(input::RoundEnded{false, std::nullopt});
+  m.on(exited(0, 0, SIGTERM));
+  CHECK_FALSE(m.own_failure());
+  // The host closes the rendezvous with its decision: the node ends with that exit code.
+  auto done = m.on(input::RoundEnded{true, job_decision(RestartVerdict::NoProgress, 0, false)});
+  CHECK(get<action::Finish>(done).exit_code == kNoProgressExitCode);
+  CHECK(m.restart_decision()->verdict == RestartVerdict::NoProgress);
   CHECK(m.state() == GroupState::Failed);
+}
+
+TEST_CASE("dynamic rendezvous: a close with the job's decision while running stops the group, then its exit code") {
+  auto p = policy(1, 1);
+  p.rendezvous_budget = true;
+  SupervisorMachine m(p);
+  m.on(input::Start{});
+  CHECK(has<action::SignalGroup>(m.on(input::RoundEnded{true, job_decision(RestartVerdict::BudgetSpent, 0, false)})));
+  CHECK(get<action::Finish>(m.on(exited(0, 0, SIGTERM))).exit_code == 1);
+  CHECK(m.restart_decision()->verdict == RestartVerdict::BudgetSpent);
 }
 
 TEST_CASE("dynamic rendezvous: a group that keeps failing backs off as in the static mode (issue 25, 3.12)") {
   // --rdzv-backend c10d restarted a crash loop at once every time: 500 restarts in ~5 s.
   auto p = policy(1, 100);
-  p.defer_restart_charge = true;
+  p.rendezvous_budget = true;
   p.max_backoff = 400ms;
   p.max_no_progress_restarts = 100;  // a crash loop on purpose: not ended for its lack of progress
   SupervisorMachine m(p);
@@ -239,13 +269,13 @@ TEST_CASE("dynamic rendezvous: a group that keeps failing backs off as in the st
   std::vector<std::chrono::milliseconds> waits;
   for (int attempt = 1; attempt <= 6; ++attempt) {
     waits.push_back(get<action::ArmBackoff>(m.on(exited(0, 1))).after);
-    CHECK(m.on(input::RoundAdmitted{false}).empty());  // charged: same nodes
+    CHECK(m.on(input::RoundAdmitted{false, job_decision(RestartVerdict::Restart, 100 - attempt)}).empty());
     REQUIRE(has<action::SpawnGroup>(m.on(input::BackoffExpired{attempt})));
   }
   CHECK(waits == std::vector<std::chrono::milliseconds>{0ms, 100ms, 200ms, 400ms, 400ms, 400ms});
   // A restart for a membership change (a peer's failure, excused) does not grow the wait.
   CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 400ms);
-  CHECK(m.on(input::RoundAdmitted{true}).empty());
+  CHECK(m.on(input::RoundAdmitted{true, std::nullopt}).empty());
   m.on(input::BackoffExpired{7});
   CHECK(get<action::ArmBackoff>(m.on(exited(0, 1))).after == 400ms);
 }
@@ -351,11 +381,11 @@ TEST_CASE("the policy from the config: static runs restart by the budget; a dyna
   CHECK(p.shutdown_grace == 7000ms);
   CHECK(p.restart_backoff == 250ms);
   CHECK(p.max_backoff == 10000ms);
-  CHECK_FALSE(p.defer_restart_charge);
+  CHECK_FALSE(p.rendezvous_budget);
   CHECK_FALSE(p.exit_barrier);
   c.dynamic = RendezvousConfig{};
   auto d = supervisor_policy(c);
-  CHECK(d.defer_restart_charge);
+  CHECK(d.rendezvous_budget);
   CHECK(d.exit_barrier);
 }
 
@@ -393,14 +423,17 @@ TEST_CASE("an attempt that passed the last one's step restarts past --max-no-pro
   CHECK(m.restarts_left() == 5);
 }
 
-TEST_CASE("dynamic rendezvous: the charge at the round weighs progress too") {
+TEST_CASE("dynamic rendezvous: the failed attempt's progress is kept for the join that reports it") {
   auto p = policy(1, 10);
   p.max_no_progress_restarts = 0;
   p.checkpoint_file = true;
-  p.defer_restart_charge = true;
+  p.rendezvous_budget = true;
   SupervisorMachine m(p);
   m.on(input::Start{});
-  m.on(exited(0, 1));
-  auto done = m.on(input::RoundAdmitted{false});
-  CHECK(get<action::Finish>(done).exit_code == kNoProgressExitCode);
+  m.on(input::ProgressSeen{0, {.checkpoint = 120, .step = std::nullopt}});
+  // No progress limit here (0 would end a static run at once): the host weighs the job's progress.
+  CHECK(has<action::ArmBackoff>(m.on(exited(0, 1))));
+  CHECK(m.own_failure());
+  CHECK(m.progress().checkpoint == 120);
+  CHECK_FALSE(m.restart_decision());
 }

@@ -1,4 +1,4 @@
-#include "launcher/supervisor/restart_budget.hpp"
+#include "launcher/rendezvous/restart_budget.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,22 @@
 namespace ddp::launcher {
 
 std::string_view budget_mode_name(BudgetMode mode) { return mode == BudgetMode::Progress ? "progress" : "count"; }
+
+std::string_view restart_verdict_name(RestartVerdict v) {
+  switch (v) {
+    case RestartVerdict::Restart: return "restart";
+    case RestartVerdict::BudgetSpent: return "max_restarts";
+    case RestartVerdict::NoProgress: return "no_progress";
+  }
+  return "restart";
+}
+
+std::optional<RestartVerdict> restart_verdict_named(std::string_view name) {
+  for (auto v : {RestartVerdict::Restart, RestartVerdict::BudgetSpent, RestartVerdict::NoProgress}) {
+    if (restart_verdict_name(v) == name) return v;
+  }
+  return std::nullopt;
+}
 
 int RestartDecision::exit_code() const {
   switch (verdict) {
@@ -52,6 +68,10 @@ bool RestartBudget::progressed(const ProgressMark& mark) {
   if (!mark.step || (best_step_ && *mark.step <= *best_step_)) return false;
   best_step_ = mark.step;
   return true;
+}
+
+void RestartBudget::raise_baseline(std::optional<std::int64_t> checkpoint) {
+  if (checkpoint && (!best_checkpoint_ || *checkpoint > *best_checkpoint_)) best_checkpoint_ = checkpoint;
 }
 
 RestartDecision RestartBudget::on_failure(const ProgressMark& mark) {

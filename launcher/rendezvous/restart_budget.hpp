@@ -11,7 +11,11 @@
 //                           kNoProgressExitCode (a crash loop: restarting again cannot help)
 //   --min-restart-interval  the least time from one attempt's start to the next's (restart_delay)
 //
-// Pure: values in, a decision out; the machine (supervisor_machine.hpp) holds one.
+// Pure: values in, a decision out. Who holds it: a static run's supervisor (supervisor_machine.hpp),
+// for its node; in a c10d job the rendezvous host (rendezvous_machine.hpp), for the whole job: one
+// restart per failed round, whichever nodes failed, weighing the best progress any node reported
+// (torchrun's per-agent budget lets each node spend its own: pytorch#108158). It lives here, with the
+// rendezvous, because that is the lowest layer that holds one.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -43,6 +47,9 @@ struct ProgressMark {
 };
 
 enum class RestartVerdict { Restart, BudgetSpent, NoProgress };
+// "restart", "max_restarts", "no_progress" (the finished event's gave_up words); nullopt: another word.
+std::string_view restart_verdict_name(RestartVerdict v);
+std::optional<RestartVerdict> restart_verdict_named(std::string_view name);
 
 struct RestartDecision {
   RestartVerdict verdict = RestartVerdict::Restart;
@@ -53,6 +60,7 @@ struct RestartDecision {
   std::optional<std::int64_t> checkpoint;  // the iteration this attempt reached (checkpoint mode)
   std::optional<double> step;              // the step this attempt reached (step mode)
   int exit_code() const;                   // 1 or kNoProgressExitCode; 0 for Restart
+  bool operator==(const RestartDecision&) const = default;
   // "no progress in 4 attempts in a row (--max-no-progress-restarts 3): …" or "checkpoint 120 → 180".
   std::string text(const RestartBudgetPolicy& policy) const;
 };
@@ -64,6 +72,9 @@ class RestartBudget {
 
   // A failed attempt that reached `mark`: restart it, or end the job (and why).
   RestartDecision on_failure(const ProgressMark& mark);
+  // The checkpoint file's iteration a node found before its first attempt (it joined a c10d job):
+  // an attempt must pass the best of these to count as progress.
+  void raise_baseline(std::optional<std::int64_t> checkpoint);
   int restarts_left() const { return policy_.max_restarts - charged_; }
   int charged() const { return charged_; }
   const RestartBudgetPolicy& policy() const { return policy_; }
