@@ -10,6 +10,13 @@ Inside launcher/ the sub-folders are ordered too (docs/ARCHITECTURE.md):
 and the supervisor's shell entry (launcher/supervisor/supervisor.hpp, run_supervisor) sits above the
 rest of supervisor/: a unit that needs the config includes supervisor_config.hpp, not the shell.
 
+OS headers (<unistd.h>, <sys/…> but <sys/types.h>, <windows.h>, <fcntl.h>, <poll.h>, <signal.h>,
+socket and resolver headers …) belong to platform/: above it, common/, store/, jobs/ and app/ include
+none, and launcher/ only in a file that is Linux-only by nature and named so (`*_linux.cpp`, or in a
+`linux/` folder; its Windows half is `*_windows.cpp`). slurm/ (Slurm has no Windows nodes) and
+worker/ (the SDK, built with Linux libtorch) are Linux-only layers and are not checked. A breach is
+reported as `file:line: OS header <h> above platform/`.
+
 An include that points up (a lower layer reaching into a higher one) or names a file that does not
 exist (a stale path, e.g. in a Windows-only half the Linux build never compiles) is reported as
 `file:line: from-layer -> to-layer: "header"`, and the script exits 1. tests/ and bench/ may include
@@ -44,6 +51,9 @@ RANK = {layer: i for i, same in enumerate(ORDER) for layer in same}
 SIDE = {"worker": {"platform", "common", "store", "worker"}}
 UNCHECKED = ("tests", "bench")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+OS_HEADER = re.compile(r'^\s*#\s*include\s+<((?:unistd|fcntl|poll|spawn|signal|dirent|pwd|netdb|dlfcn|windows|winsock2|'
+                       r'ws2tcpip|tlhelp32|psapi)\.h|sys/(?!types\.h)[^>]+|netinet/[^>]+|arpa/[^>]+)>')
+OS_FREE = ("common", "store", "jobs", "app", "launcher")  # top-level layers that must be free of OS headers
 SOURCES = ("*.cpp", "*.hpp", "*.h")
 
 
@@ -82,7 +92,13 @@ def main(argv):
             src = layer_of(rel)
             if src is None:
                 continue
+            linux_only = rel.endswith("_linux.cpp") or "/linux/" in rel
             for n, line in enumerate(file.read_text(errors="replace").splitlines(), 1):
+                os_header = OS_HEADER.match(line)
+                if os_header and top(src) in OS_FREE and not (top(src) == "launcher" and linux_only):
+                    problems.append(f"{rel}:{n}: OS header <{os_header.group(1)}> above platform/ (move the call into "
+                                    f"a platform/ concept, or name a Linux-only launcher file *_linux.cpp)")
+                    continue
                 m = INCLUDE.match(line)
                 if not m:
                     continue
@@ -103,10 +119,10 @@ def main(argv):
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
-        print(f"{len(problems)} include(s) against the layers (tests/arch/check_layers.py has the order)",
+        print(f"{len(problems)} include(s) against the layers or the OS rule (tests/arch/check_layers.py has both)",
               file=sys.stderr)
         return 1
-    print("layers: every include points down the order")
+    print("layers: every include points down the order; no OS header above platform/ but in *_linux.cpp")
     return 0
 
 
