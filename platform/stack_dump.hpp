@@ -16,7 +16,9 @@
 // DIE_ON_UNHANDLED_EXCEPTION: no error-reporting dialog waits), with the code as its exit code.
 // RtlRaiseException is an exported function, a valid Control Flow Guard target (a start address
 // that is not one is a fail-fast that no handler sees), and it is found in the target at the
-// target's own ntdll base.
+// target's own ntdll base. A rank started through a venv's python.exe (a launcher that runs the base
+// interpreter as its child, since Python 3.7.2) is asked through that child, which runs faulthandler
+// and shares its stderr.
 #include <cstdint>
 #include <string>
 #include <string_view>

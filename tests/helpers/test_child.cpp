@@ -25,6 +25,10 @@
 //                          that writes faulthandler's text for two frames to stderr and lets the
 //                          process die as it would. Writes "ready" to FILE once the handler is in,
 //                          then sleeps MS ("hangs")
+//   launcher ARGS...       Windows: what a venv's python.exe is (Python's venv redirector): start
+//                          this program again with ARGS as a plain child (same job, same stdio),
+//                          wait for it and exit with its code. POSIX: not offered (a venv's python
+//                          is a symlink there)
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -138,6 +142,29 @@ LONG WINAPI on_exception(EXCEPTION_POINTERS* e) {
 }
 
 void install_dump_handler() { AddVectoredExceptionHandler(1, on_exception); }
+
+int launcher(int argc, char** argv) {
+  wchar_t self[MAX_PATH * 4];
+  const DWORD n = GetModuleFileNameW(nullptr, self, MAX_PATH * 4);
+  std::wstring line = L"\"" + std::wstring(self, n) + L"\"";
+  for (int i = 2; i < argc; ++i) {  // ASCII arguments (the tests' paths and numbers)
+    const std::string a = argv[i];
+    line += L" \"" + std::wstring(a.begin(), a.end()) + L"\"";
+  }
+  STARTUPINFOW si{};
+  si.cb = sizeof(si);
+  PROCESS_INFORMATION pi{};
+  if (!CreateProcessW(nullptr, line.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr, &si, &pi)) {
+    std::fprintf(stderr, "launcher: CreateProcess failed: %lu\n", GetLastError());
+    return 3;
+  }
+  WaitForSingleObject(pi.hProcess, INFINITE);
+  DWORD code = 0;
+  GetExitCodeProcess(pi.hProcess, &code);
+  CloseHandle(pi.hThread);
+  CloseHandle(pi.hProcess);
+  return static_cast<int>(code);
+}
 #else
 constexpr char kDumpText[] =
     "Fatal Python error: Aborted\n\n"
@@ -216,6 +243,9 @@ int main(int argc, char** argv) {
   }
   if (mode == "ctrl" && argc > 2) return ctrl(argv[2]);
   if (mode == "dump" && argc > 3) return dump(argv[2], argv[3]);
+#ifdef _WIN32
+  if (mode == "launcher" && argc > 2) return launcher(argc, argv);
+#endif
   if (mode == "orphan" && argc > 2) return orphan(argc, argv);
   if (mode == "alive") {
     for (int i = 2; i < argc; ++i) {
@@ -231,6 +261,6 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "usage: ddp-test-child exit N | print TEXT... | stderr TEXT | sleep MS | env NAME | cwd | "
                "tree MS FILE | hold FILE MS | hold-env NAME MS | hold-in DIR NAME MS | ctrl MS | orphan MODE ARGS... | "
-               "alive PID... | dump FILE MS\n");
+               "alive PID... | dump FILE MS | launcher ARGS... (Windows)\n");
   return 2;
 }

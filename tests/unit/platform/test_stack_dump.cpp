@@ -64,6 +64,37 @@ TEST_CASE("a hung process asked for its stacks writes them on its stderr and die
   fs::remove_all(dir, ec);
 }
 
+#ifdef _WIN32
+TEST_CASE("a rank started through a venv's python.exe launcher is asked through its interpreter child") {
+  // The launcher (ddp-test-child's `launcher` mode, as python.exe) has no handler: asked itself, it
+  // would die with no dump. Its python.exe child has one and shares its stderr.
+  const fs::path dir = platform::make_unique_directory(fs::temp_directory_path(), "ddp-venv-");
+  const fs::path python = dir / "python.exe";
+  fs::copy_file(test::child_program(), python);
+  const fs::path ready = dir / "ready";
+  std::string error;
+  auto err = platform::make_output_pipe(error);
+  REQUIRE_MESSAGE(err, error);
+  auto request = test::child_request({"launcher", "dump", ready.string(), "60000"});
+  request.program = python.string();
+  request.argv[0] = python.string();
+  request.stderr_fd = err->write;
+  auto started = spawn_process(request);
+  platform::close_handle(err->write);
+  REQUIRE_MESSAGE(started.ok(), started.what << ": " << started.error);
+  REQUIRE(wait_for_file(ready, 20s));
+  CHECK(platform::runs_python(started.child.pid()));
+  CHECK(platform::request_stack_dump(started.child.pid()) == "");
+  auto exit = test::wait_exit(started.child, 20s);
+  REQUIRE(exit);
+  const auto text = test::read_to_end(err->read, 5s);
+  CHECK(text.find("line 7 in wait_for_peers") != std::string::npos);
+  CHECK(static_cast<std::uint32_t>(exit->exit_code) == platform::kStackDumpCode);  // the child's, passed on
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+#endif
+
 TEST_CASE("a process that is gone cannot be asked, and the error says by what") {
   auto started = spawn_process(test::child_request({"exit", "0"}));
   REQUIRE(started.ok());
