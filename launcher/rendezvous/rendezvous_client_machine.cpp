@@ -16,14 +16,28 @@ namespace note = rdzv_client_notice;
 
 namespace {
 
+// An optional value as JSON: the value, or null.
+template <class T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json();
+}
+
+// `key` of `j` when it is there and not null.
+template <class T>
+std::optional<T> optional_at(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
 json decision_json(const RestartDecision& d) {
   return json{{"verdict", restart_verdict_name(d.verdict)},
               {"progressed", d.progressed},
               {"charged", d.charged},
               {"no_progress_in_a_row", d.no_progress_in_a_row},
               {"restarts_left", d.restarts_left},
-              {"checkpoint", d.checkpoint ? json(*d.checkpoint) : json()},
-              {"step", d.step ? json(*d.step) : json()}};
+              {"checkpoint", or_null(d.checkpoint)},
+              {"step", or_null(d.step)}};
 }
 
 std::optional<RestartDecision> parse_decision(const json& j) {
@@ -36,8 +50,8 @@ std::optional<RestartDecision> parse_decision(const json& j) {
   d.charged = j.at("charged").get<bool>();
   d.no_progress_in_a_row = j.at("no_progress_in_a_row").get<int>();
   d.restarts_left = j.at("restarts_left").get<int>();
-  if (j.contains("checkpoint") && !j["checkpoint"].is_null()) d.checkpoint = j["checkpoint"].get<std::int64_t>();
-  if (j.contains("step") && !j["step"].is_null()) d.step = j["step"].get<double>();
+  d.checkpoint = optional_at<std::int64_t>(j, "checkpoint");
+  d.step = optional_at<double>(j, "step");
   return d;
 }
 
@@ -64,8 +78,8 @@ std::string rdzv_join_value(const RdzvNodeInfo& n) {
   const auto& m = n.last.mark;
   json last{{"round", n.last.round},
             {"failed", n.last.failed},
-            {"checkpoint", m.checkpoint ? json(*m.checkpoint) : json()},
-            {"step", m.step ? json(*m.step) : json()}};
+            {"checkpoint", or_null(m.checkpoint)},
+            {"step", or_null(m.step)}};
   return json{{"token", n.token},    {"host", n.host}, {"nproc", n.nproc},
               {"hint", n.rank_hint}, {"seq", n.seq},   {"last", std::move(last)}}
       .dump();
@@ -82,9 +96,8 @@ RdzvNodeInfo rdzv_join_info(const std::string& value) {
   if (const auto it = j.find("last"); it != j.end() && it->is_object()) {
     n.last.round = it->value("round", -1);
     n.last.failed = it->value("failed", false);
-    if (it->contains("checkpoint") && !(*it)["checkpoint"].is_null())
-      n.last.mark.checkpoint = (*it)["checkpoint"].get<std::int64_t>();
-    if (it->contains("step") && !(*it)["step"].is_null()) n.last.mark.step = (*it)["step"].get<double>();
+    n.last.mark.checkpoint = optional_at<std::int64_t>(*it, "checkpoint");
+    n.last.mark.step = optional_at<double>(*it, "step");
   }
   return n;
 }
