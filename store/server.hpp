@@ -45,6 +45,7 @@ class StoreServer {
   std::uint16_t port() const;
   std::string host() const;
 
+  // Like every member, these run on the io_context's thread (post() them from another thread).
   void start();  // starts accepting on the io_context
   void stop();   // closes the listener and every connection
 
