@@ -348,18 +348,59 @@ class LineReader:
         return " | ".join(self.lines[-n:])
 
 
-def run_tests(tests):
-    """Runs test functions in order; prints a line per test and a closing 'N passed, N failed'."""
-    passed = failed = 0
-    for t in tests:
+def restarts(test):
+    """Marks a case that runs Python ranks with a restart budget (--max-restarts >= 1): the cases
+    --warm-start changes (a run that can restart starts the warm-start process; a restart forks its
+    ranks from it; --no-python commands start cold in both modes). A case another marked one needs
+    is marked too. The ci-cold test preset (DDP_WARM_START=off, DDP_TEST_CASES=restarts) reruns
+    these, and only these, with warm restarts off: a run without a budget never starts one."""
+    test.restarts = True
+    return test
+
+
+def run_tests(tests, waiting=()):
+    """Runs test functions in order; prints a line per test and a closing 'N passed, N failed'.
+
+    `waiting`: tests that spend their time waiting on a clock (a watchdog's 60 s floor, a quiet
+    phase) rather than on the CPU. Each runs in its own thread, all started first, while `tests`
+    run in order; their lines come as they end. They must not share files, ports or global state
+    with one another or with `tests`."""
+    if os.environ.get("DDP_TEST_CASES") == "restarts":
+        marked = [t for t in [*tests, *waiting] if getattr(t, "restarts", False)]
+        print(f"DDP_TEST_CASES=restarts: {len(marked)} case(s) marked @restarts, "
+              f"{len(tests) + len(waiting) - len(marked)} other(s) skipped", flush=True)
+        if not marked:  # a test labelled `restart` whose cases lost their marks would pass here unrun
+            print("FAIL: DDP_TEST_CASES=restarts, but no case of this test is marked @restarts: mark its cases "
+                  "with a restart budget, or take the `restart` label off its ctest entry", flush=True)
+            sys.exit(1)
+        tests = [t for t in tests if getattr(t, "restarts", False)]
+        waiting = [t for t in waiting if getattr(t, "restarts", False)]
+    results = []  # an error or None per case, appended by any thread
+    lock = threading.Lock()
+
+    def one(t):
         start = time.monotonic()
+        error = None
         try:
             t()
         except Exception as e:  # noqa: BLE001 - report every failure kind the same way
-            failed += 1
-            print(f"FAIL {t.__name__} ({time.monotonic() - start:.2f}s): {type(e).__name__}: {e}", flush=True)
-        else:
-            passed += 1
-            print(f"ok   {t.__name__} ({time.monotonic() - start:.2f}s)", flush=True)
+            error = e
+        took = time.monotonic() - start
+        with lock:
+            results.append(error)
+            if error is None:
+                print(f"ok   {t.__name__} ({took:.2f}s)", flush=True)
+            else:
+                print(f"FAIL {t.__name__} ({took:.2f}s): {type(error).__name__}: {error}", flush=True)
+
+    threads = [threading.Thread(target=one, args=(t,), name=t.__name__) for t in waiting]
+    for th in threads:
+        th.start()
+    for t in tests:
+        one(t)
+    for th in threads:
+        th.join()
+    failed = sum(1 for e in results if e is not None)
+    passed = len(results) - failed
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

@@ -6,12 +6,13 @@ import os
 import tempfile
 
 from example_runs import EXAMPLES, check, check_loss_falls, check_report, launch, losses
-from harness import run_tests
+from harness import run_tests, restarts
 
 TRAINER = os.path.join(EXAMPLES, "train_ddp.py")
 DIR = tempfile.mkdtemp(prefix="ddp-example-trainer-")
 
 
+@restarts  # no restart itself: the next case reports this run next to its own
 def test_one_rank_loss_falls():
     run_dir = os.path.join(DIR, "one-rank")
     r = launch(run_dir, "--global-batch", "32", TRAINER, "--steps", "24", "--checkpoint",
@@ -21,6 +22,7 @@ def test_one_rank_loss_falls():
     check_loss_falls(run_dir, "1 rank")
 
 
+@restarts
 def test_two_ranks_loss_falls_and_killed_rank_resumes():
     run_dir = os.path.join(DIR, "two-ranks")
     ckpt = os.path.join(DIR, "two.pt")

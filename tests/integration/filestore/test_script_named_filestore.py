@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from fs_helpers import leave_killed_run_filestore, open_holder, script_named_command
-from harness import check, check_events_schema, read_events, run_tests
+from harness import check, check_events_schema, read_events, run_tests, restarts
 
 RERUN_TIMEOUT_S = 240
 
@@ -49,6 +49,7 @@ def test_summary_names_the_stale_file_its_age_and_clean():
               and not found[0]["removed"] and found[0]["age_s"] >= 0, f"filestore_found: {found}")
 
 
+@restarts
 def test_a_restart_removes_the_stale_file_and_the_rerun_succeeds():
     with tempfile.TemporaryDirectory(prefix="ddp_fs_") as tmp:
         path = os.path.join(tmp, "sharedfile")

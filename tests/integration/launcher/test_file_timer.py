@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, check, check_events_schema, read_events, run_tests
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, check_events_schema, read_events, run_tests, restarts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "file_timer_worker.py")
@@ -74,6 +74,7 @@ def test_the_rank_that_overruns_its_deadline_is_killed_and_named():
         check_events_schema(events)
 
 
+@restarts
 def test_restart_after_the_timer_kill_succeeds_and_released_timers_never_fire():
     with tempfile.TemporaryDirectory() as d:
         r, events, _ = run(d, 1, ["--hang-rank", "0", "--after", "2", "--sleep", "60", "--quick"], timer_env(),

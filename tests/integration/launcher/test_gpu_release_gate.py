@@ -11,7 +11,7 @@ import tempfile
 import threading
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, check_events_schema, run_tests
+from harness import DDP_LAUNCH, PYTHON, check, check_events_schema, run_tests, restarts
 
 FAKE_NVML = sys.argv[1]
 
@@ -73,6 +73,7 @@ def run_gated(d, timeout_flag, free_after_s):
     return r, events_of(events), freed
 
 
+@restarts
 def test_restart_waits_until_the_dead_ranks_gpu_memory_is_freed():
     with tempfile.TemporaryDirectory() as d:
         r, evs, freed = run_gated(d, ["--gpu-release-timeout", "20s"], 0.8)
@@ -90,6 +91,7 @@ def test_restart_waits_until_the_dead_ranks_gpu_memory_is_freed():
         check_events_schema(evs)
 
 
+@restarts
 def test_memory_not_freed_in_time_restarts_anyway_with_a_warning():
     with tempfile.TemporaryDirectory() as d:
         start = time.monotonic()
@@ -103,6 +105,7 @@ def test_memory_not_freed_in_time_restarts_anyway_with_a_warning():
         del start
 
 
+@restarts
 def test_no_gate_without_nvml_or_with_timeout_0():
     with tempfile.TemporaryDirectory() as d:
         r, evs, _ = run_gated(d, ["--gpu-release-timeout", "0"], None)

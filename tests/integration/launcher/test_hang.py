@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, check_events_schema, read_events, run_tests
+from harness import DDP_LAUNCH, PYTHON, check, check_events_schema, read_events, run_tests, restarts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "hang_step_worker.py")
@@ -71,6 +71,7 @@ def check_rank1_named(r, events, hang_began, limit_s):
     return h, latency
 
 
+@restarts
 def test_fixed_timeout_detects_rank1_restarts_and_attempt1_finishes():
     r, events, began, _ = run_job(["--hang-timeout", "5", "--max-restarts", "1"], ["--hang-rank", "1"])
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}")
@@ -179,6 +180,7 @@ run_tests([
     test_native_worker_stack_in_the_summary,
     test_on_hang_fail_ends_the_job,
     test_heartbeat_file_keeps_a_quiet_job_alive_under_a_fixed_timeout,
-    test_auto_keeps_a_quiet_but_alive_job,
+], waiting=[  # auto's 60 s floor and a 30 s quiet phase: waited out alongside the cases above
     test_auto_fires_on_a_script_that_prints_every_step,
+    test_auto_keeps_a_quiet_but_alive_job,
 ])

@@ -54,5 +54,4 @@ def test_auto_keeps_a_script_whose_lines_give_way_to_a_bar():
 run_tests([
     test_a_tqdm_bar_is_progress_under_a_fixed_timeout,
     test_a_bar_that_stops_redrawing_is_still_a_hang,
-    test_auto_keeps_a_script_whose_lines_give_way_to_a_bar,
-])
+], waiting=[test_auto_keeps_a_script_whose_lines_give_way_to_a_bar])  # 70 s of bar, waited out alongside

@@ -6,7 +6,7 @@ import os
 import subprocess
 import tempfile
 
-from harness import DDP_LAUNCH, check, check_events_schema, run_script_worker, run_tests
+from harness import DDP_LAUNCH, check, check_events_schema, run_script_worker, run_tests, restarts
 
 # Each attempt: read the checkpoint iteration, write it + ADVANCE while ATTEMPT < ADVANCE_UNTIL, then
 # fail unless the attempt is SUCCEED_AT.
@@ -62,6 +62,7 @@ def restore(old):
             os.environ[k] = v
 
 
+@restarts
 def test_no_progress_loop_ends_after_n_with_exit_code_3():
     with tempfile.TemporaryDirectory() as d:
         ckpt = os.path.join(d, "iteration")  # evidence that never advances: the last checkpoint stays 7
@@ -80,6 +81,7 @@ def test_no_progress_loop_ends_after_n_with_exit_code_3():
         check_events_schema(events)
 
 
+@restarts
 def test_no_evidence_restarts_up_to_max_restarts_as_torchrun():
     # No --checkpoint-file and no step line ever: nothing shows a loop, so the default
     # --max-no-progress-restarts 3 does not end it; --max-restarts 4 is spent and the job exits 1.
@@ -91,6 +93,7 @@ def test_no_evidence_restarts_up_to_max_restarts_as_torchrun():
         check(fin["gave_up"] == "max_restarts" and fin["attempts"] == 5, str(fin))
 
 
+@restarts
 def test_budget_spent_first_keeps_exit_1():
     with tempfile.TemporaryDirectory() as d:
         r, events = run_script_worker(d, "crash.py", CRASH_WORKER, 1, "--max-restarts", "2")
@@ -98,6 +101,7 @@ def test_budget_spent_first_keeps_exit_1():
         check(of(events, "finished")[-1]["gave_up"] == "max_restarts", str(of(events, "finished")))
 
 
+@restarts
 def test_checkpoint_progress_continues_past_n():
     with tempfile.TemporaryDirectory() as d:
         ckpt = os.path.join(d, "iteration.txt")
@@ -114,6 +118,7 @@ def test_checkpoint_progress_continues_past_n():
         check_events_schema(events)
 
 
+@restarts
 def test_step_progress_continues_past_n():
     with tempfile.TemporaryDirectory() as d:
         old = with_env(SUCCEED_AT=3)
@@ -127,6 +132,7 @@ def test_step_progress_continues_past_n():
         check([e["step"] for e in restarts] == [10, 20, 30] and all(e["progress"] for e in restarts), str(restarts))
 
 
+@restarts
 def test_restart_budget_progress_counts_only_restarts_without_progress():
     for mode, code, attempts in (("progress", 1, 5), ("count", 1, 2)):
         with tempfile.TemporaryDirectory() as d:
@@ -145,6 +151,7 @@ def test_restart_budget_progress_counts_only_restarts_without_progress():
                 check(left == [1, 1, 1, 0], f"restarts_left per restart: {left}")
 
 
+@restarts
 def test_min_restart_interval_spaces_the_attempts():
     with tempfile.TemporaryDirectory() as d:
         r, events = run_script_worker(d, "crash.py", CRASH_WORKER, 1, "--max-restarts", "1",

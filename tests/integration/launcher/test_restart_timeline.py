@@ -5,7 +5,7 @@ training in X s: stop …, spawn …, rendezvous …, first step …"."""
 import re
 import tempfile
 
-from harness import check, check_events_schema, run_script_worker, run_tests
+from harness import check, check_events_schema, run_script_worker, run_tests, restarts
 
 # torch ranks meet through our store; on attempt 0 rank 1 fails after the rendezvous; attempt 1
 # trains a step (a metric line) and ends.
@@ -27,6 +27,7 @@ PHASES = ["failure_seen", "group_stopped", "spawn_began", "spawned", "interprete
           "first_progress"]
 
 
+@restarts
 def test_timeline_phases_in_order_in_the_event_and_the_log():
     with tempfile.TemporaryDirectory() as d:
         r, events = run_script_worker(d, "train.py", WORKER, 2, "--max-restarts", "1", timeout=240)

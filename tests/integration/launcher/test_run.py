@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests, read_events, alive, check_events_schema
+from harness import DDP_LAUNCH, PYTHON, LineReader, check, free_port, run_tests, read_events, alive, check_events_schema, restarts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "allreduce_worker.py")
@@ -64,6 +64,7 @@ def test_two_ranks_succeed_with_torchrun_env_and_events():
               "MASTER_PORT is not the agent store's port")
 
 
+@restarts
 def test_failed_rank_restarts_within_budget():
     with tempfile.TemporaryDirectory() as d:
         ev = os.path.join(d, "events.jsonl")
@@ -222,6 +223,7 @@ def test_busy_master_port_names_holder_within_a_second():
         holder.close()
 
 
+@restarts
 def test_imagenet_style_script_trains_through_argv_placeholders():
     # Initialised like PyTorch's ImageNet example (argv, not env://); rank 0 hosts the store. Given
     # with torchrun's underscore spellings and a PET_* override, as a torchrun user would.

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children, remove_matching, remove_path
+from harness import DDP_LAUNCH, PYTHON, check, run_tests, alive, children, remove_matching, remove_path, restarts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "store_logs_worker.py")
@@ -79,6 +79,7 @@ def test_filestore_stale_file_of_killed_run_is_removed_before_the_next():
         check(not os.path.exists(path), "the FileStore file is still there after the job")
 
 
+@restarts
 def test_filestore_under_run_dir_is_fresh_per_attempt():
     with tempfile.TemporaryDirectory() as d:
         r = launch("--nproc-per-node", "2", "--store", "file", "--log-dir", d, "--max-restarts", "1", WORKER, *DIST,

@@ -9,7 +9,7 @@ import re
 import subprocess
 import tempfile
 
-from harness import DDP_LAUNCH, PYTHON, check, free_port, run_tests
+from harness import DDP_LAUNCH, PYTHON, check, free_port, run_tests, restarts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("DDP_SOURCE_DIR", os.path.normpath(os.path.join(HERE, "..", "..", "..")))
@@ -88,6 +88,7 @@ def test_defaults_match_torchrun():
           "the defaults under test were not exercised")
 
 
+@restarts
 def test_user_values_and_restarted_attempt_match_torchrun():
     # The user's own OMP_NUM_THREADS and NCCL_ASYNC_ERROR_HANDLING pass through unchanged; rank 1 fails
     # on attempt 0, so the environment compared is the restarted attempt's.

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from harness import check, check_events_schema, free_port, run_tests
+from harness import check, check_events_schema, free_port, run_tests, restarts
 from rdzv_common import HERE, Workdir
 
 FAST = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=30,exit_barrier_timeout=30"
@@ -44,6 +44,7 @@ def rounds(node):
     return sorted({e["round"] for e in events(node, "rendezvous_complete")})
 
 
+@restarts
 def test_one_restart_for_the_job_not_one_per_node():
     """The failure alternates between the nodes: with per-node budgets (--max-restarts 1 each) the job
     ran a third round; with the job's budget it ends after the one restart it had."""
@@ -62,6 +63,7 @@ def test_one_restart_for_the_job_not_one_per_node():
         print(f"    both nodes ended after one restart in {time.monotonic() - started:.1f}s")
 
 
+@restarts
 def test_no_progress_counts_for_the_job():
     """Only b fails (every round), only a's checkpoint advances (rounds 0-2; b fails once a's is
     written). b's own budget would end the job after two failures without progress

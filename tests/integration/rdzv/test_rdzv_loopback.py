@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 
-from harness import TestFailure, check, check_events_schema, free_port, run_tests, wait_dead
+from harness import TestFailure, check, check_events_schema, free_port, run_tests, wait_dead, restarts
 from rdzv_common import HERE, LIGHT_WORKER, Workdir
 
 FAST = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=60,exit_barrier_timeout=60"
@@ -83,6 +83,7 @@ def test_dead_node_survivors_go_on_smaller_and_it_comes_back():
             check_events_schema(n.events())
 
 
+@restarts
 def test_a_failed_rank_restarts_every_node_within_budget():
     ep = endpoint()
     with Workdir() as w:

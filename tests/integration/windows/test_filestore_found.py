@@ -37,8 +37,10 @@ def leave_stale(tmp):
 
 
 def run_hold_in(tmp, *extra):
-    return run_exe("run", "--nproc-per-node", "2", "--max-restarts", "0", *extra, "--no-python", CHILD, "hold-in",
-                   windows_path(tmp), "store", "60000", timeout=180)
+    # --shutdown-grace 2: Wine does not deliver the teardown's Ctrl-Break, so rank 1 (holding the file
+    # for 60 s) would be ended only when the default 30 s grace ran out.
+    return run_exe("run", "--nproc-per-node", "2", "--max-restarts", "0", "--shutdown-grace", "2", *extra,
+                   "--no-python", CHILD, "hold-in", windows_path(tmp), "store", "60000", timeout=180)
 
 
 def test_a_file_only_the_ranks_name_is_found_by_their_handles():
