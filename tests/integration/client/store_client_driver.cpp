@@ -6,6 +6,8 @@
 //           prints "connected ms=<n>" or "error ms=<n> <message>" (exit 1)
 //   restart --port P   SET, print "ready", wait for a line on stdin (the test restarts the server
 //           meanwhile), then SET and GET on the same client: prints "after-restart <value>"
+//   get --port P --key K   GET of a key as written (no "/" added, unlike torch's client): prints its
+//           value; exit 1 with "error <message>" when it is not there within 10 s
 //
 // Each check prints "ok <name>"; the first failure prints "FAIL <name>: <why>" and exits 1.
 #include <CLI/CLI.hpp>
@@ -229,6 +231,9 @@ int main(int argc, char** argv) {
   app.add_subcommand("ops", "Exercise every operation");
   auto* connect = app.add_subcommand("connect", "Connect (with retries), SET and GET, report the time");
   auto* restart = app.add_subcommand("restart", "Keep one client across a server restart");
+  auto* get = app.add_subcommand("get", "Print one key's value");
+  std::string key;
+  get->add_option("--key", key)->required();
   CLI11_PARSE(app, argc, argv);
   ddp::init_logging();  // DDP_LOG_LEVEL=debug shows each connect retry
 
@@ -249,6 +254,18 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const std::exception& e) {
       std::printf("error ms=%lld %s\n", ms_since(start), e.what());
+      return 1;
+    }
+  }
+
+  if (get->parsed()) {
+    try {
+      options.timeout = milliseconds(10000);
+      StoreClient client(options);
+      std::printf("%s\n", client.get(key).c_str());
+      return 0;
+    } catch (const std::exception& e) {
+      std::printf("error %s\n", e.what());
       return 1;
     }
   }

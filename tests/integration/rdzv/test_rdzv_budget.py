@@ -3,7 +3,9 @@
 failed round, whichever node failed; when it is spent the rendezvous closes with the decision, so
 both nodes end with the same exit code and the same reason (torchrun's per-agent budgets do not:
 pytorch#108158)."""
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -12,6 +14,7 @@ from rdzv_common import HERE, Workdir
 
 FAST = "last_call_timeout=1,heartbeat_timeout=2,join_timeout=30,exit_barrier_timeout=30"
 WORKER = os.path.join(HERE, "budget_worker.py")
+DRIVER = os.path.join(os.environ.get("DDP_BIN_DIR", "build/bin"), "store-client-driver")  # our store client
 
 
 def endpoint():
@@ -44,15 +47,40 @@ def rounds(node):
     return sorted({e["round"] for e in events(node, "rendezvous_complete")})
 
 
+def read_store_budget(ep, run_id, nodes):
+    """The job's budget as a store client reads it once every node is in round 1: ours
+    (store-client-driver: torch's client would prefix the key with "/") gets rdzv/<run id>/budget
+    from the host's store."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(1 in rounds(n) for n in nodes):
+        time.sleep(0.05)
+    check(all(1 in rounds(n) for n in nodes), f"round 1 never completed: {[rounds(n) for n in nodes]}")
+    host, port = ep.rsplit(":", 1)
+    r = subprocess.run([DRIVER, "--host", host, "--port", port, "get",
+                        "--key", f"rdzv/{run_id}/budget"], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"the store holds no rdzv/{run_id}/budget: {r.stdout} {r.stderr}")
+    return json.loads(r.stdout)
+
+
 @restarts
 def test_one_restart_for_the_job_not_one_per_node():
     """The failure alternates between the nodes: with per-node budgets (--max-restarts 1 each) the job
-    ran a third round; with the job's budget it ends after the one restart it had."""
+    ran a third round; with the job's budget it ends after the one restart it had. While round 1 runs
+    (b fails in it only once the test says go), the budget is in the host's store for any client."""
     ep = endpoint()
     with Workdir() as w:
         started = time.monotonic()
+        go = os.path.join(w.path, "go")
         a = w.node("a", ep, "2", [WORKER, "--fail-on", "even"], conf=FAST, extra=("--max-restarts", "1"))
-        b = w.node("b", ep, "2", [WORKER, "--fail-on", "odd"], conf=FAST, extra=("--max-restarts", "1"))
+        b = w.node("b", ep, "2", [WORKER, "--fail-on", "odd", "--fail-after", go], conf=FAST,
+                   extra=("--max-restarts", "1"))
+        try:
+            budget = read_store_budget(ep, os.path.basename(w.path), (a, b))
+        finally:
+            with open(go, "w") as f:
+                f.write("0\n")
+        check(budget == {"used": 1, "max_restarts": 1, "restarts_left": 0, "round": 0},
+              f"the store's copy of the job's budget after round 0 failed: {budget}")
         reason = check_same_end((a, b), 1, "max_restarts")
         check("round 1 failed on node(s) b" in reason and "--max-restarts 1" in reason, reason)
         for n in (a, b):
