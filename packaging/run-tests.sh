@@ -32,8 +32,9 @@ trap - EXIT
 say "tests (ctest --preset ${PRESET:-ci})…"
 status=0
 ctest --preset "${PRESET:-ci}" "$@" || status=$?  # presets live in the source dir; the build dir comes from the preset
-# Warm restarts are on (auto) in the run above. The cases they change, those with a restart budget
-# (label restart, cases marked @restarts in tests/integration/harness.py), run again with them off.
+# Warm restarts are on (auto) in the run above. The cases they change, those whose ranks restart (a
+# budget, a c10d membership change: label restart, cases marked @restarts in
+# tests/integration/harness.py), run again with them off.
 if [ -z "${PRESET:-}" ] && [ $# -eq 0 ]; then
   say "the restart cases again with warm restarts off (ctest --preset ci-cold)…"
   ctest --preset ci-cold || status=$?

@@ -349,9 +349,10 @@ class LineReader:
 
 
 def restarts(test):
-    """Marks a case that runs Python ranks with a restart budget (--max-restarts >= 1): the cases
-    --warm-start changes (a run that can restart starts the warm-start process; a restart forks its
-    ranks from it; --no-python commands start cold in both modes). A case another marked one needs
+    """Marks a case whose Python ranks are restarted: after a failure (--max-restarts >= 1) or a
+    c10d membership change. These are the cases --warm-start changes: a restart forks its ranks
+    from the warm-start process, which only a run that can restart starts (a budget, or c10d);
+    --no-python commands start cold in both modes. A case another marked one needs
     is marked too. The ci-cold test preset (DDP_WARM_START=off, DDP_TEST_CASES=restarts) reruns
     these, and only these, with warm restarts off: a run without a budget never starts one."""
     test.restarts = True

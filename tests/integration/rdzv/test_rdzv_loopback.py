@@ -36,6 +36,7 @@ def test_three_nodes_of_different_sizes_train_with_gloo():
         check("[beta:" in beta and "[rank " not in beta, f"[host:rank] prefix expected: {beta}")
 
 
+@restarts  # a membership change restarts the ranks of every node left
 def test_dead_node_survivors_go_on_smaller_and_it_comes_back():
     ep = endpoint()
     with Workdir() as w:
@@ -160,6 +161,7 @@ def test_wrong_endpoint_is_a_clear_error_within_the_join_timeout():
         print(f"    failed after {took:.1f}s (join timeout 2s)")
 
 
+@restarts  # a membership change restarts the ranks of every node left
 def test_a_stopped_node_leaves_and_the_others_go_on_at_once():
     ep = endpoint()
     with Workdir() as w:

@@ -8,7 +8,7 @@ import socket
 import sys
 import time
 
-from harness import check, check_events_schema, run_tests, wait_dead
+from harness import check, check_events_schema, restarts, run_tests, wait_dead
 from netns_hosts import Hosts, available
 from rdzv_common import HERE, LIGHT_WORKER, Workdir
 
@@ -31,6 +31,7 @@ def start(w, hosts, i, name=None, nproc=1, conf=FAST, worker=WORKER):
                   prefix=hosts.exec_prefix(i), env=ENV)
 
 
+@restarts  # a membership change restarts the ranks of every node left
 def test_killed_host_then_it_comes_back():
     with Hosts(3) as hosts, Workdir() as w:
         nodes = [start(w, hosts, 1, nproc=2), start(w, hosts, 2), start(w, hosts, 3)]
@@ -59,6 +60,7 @@ def test_killed_host_then_it_comes_back():
 KILL_TO_ROUND_S = 3.0
 
 
+@restarts  # a membership change restarts the ranks of every node left
 def test_killed_supervisor_is_dropped_fast_with_default_settings():
     # No --rdzv-conf: heartbeat timeout 15 s. The killed supervisor's connection to the rendezvous
     # store closes at once; the host drops it after the 1 s connection grace, not 15 s of silence.
@@ -113,6 +115,7 @@ def test_store_hosts_link_cut_ends_the_job_on_every_node():
         check(not left, f"workers left running: {left}")
 
 
+@restarts  # a membership change restarts the ranks of every node left
 def test_cut_link_then_healed():
     with Hosts(3) as hosts, Workdir() as w:
         # h3 waits for the store longer than the heartbeat timeout: it stops its workers after 3 s
