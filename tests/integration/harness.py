@@ -352,9 +352,9 @@ def restarts(test):
     """Marks a case whose Python ranks are restarted: after a failure (--max-restarts >= 1) or a
     c10d membership change. These are the cases --warm-start changes: a restart forks its ranks
     from the warm-start process, which only a run that can restart starts (a budget, or c10d);
-    --no-python commands start cold in both modes. A case another marked one needs
-    is marked too. The ci-cold test preset (DDP_WARM_START=off, DDP_TEST_CASES=restarts) reruns
-    these, and only these, with warm restarts off: a run without a budget never starts one."""
+    --no-python commands start cold in both modes. The ci-cold test preset (DDP_WARM_START=off,
+    DDP_TEST_CASES=restarts) reruns these, and only these, with warm restarts off. A case another
+    marked one needs is marked too."""
     test.restarts = True
     return test
 
@@ -372,7 +372,7 @@ def run_tests(tests, waiting=()):
               f"{len(tests) + len(waiting) - len(marked)} other(s) skipped", flush=True)
         if not marked:  # a test labelled `restart` whose cases lost their marks would pass here unrun
             print("FAIL: DDP_TEST_CASES=restarts, but no case of this test is marked @restarts: mark its cases "
-                  "with a restart budget, or take the `restart` label off its ctest entry", flush=True)
+                  "whose ranks restart, or take the `restart` label off its ctest entry", flush=True)
             sys.exit(1)
         tests = [t for t in tests if getattr(t, "restarts", False)]
         waiting = [t for t in waiting if getattr(t, "restarts", False)]

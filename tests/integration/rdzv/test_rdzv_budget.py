@@ -51,10 +51,8 @@ def read_store_budget(ep, run_id, nodes):
     """The job's budget as a store client reads it once every node is in round 1: ours
     (store-client-driver: torch's client would prefix the key with "/") gets rdzv/<run id>/budget
     from the host's store."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not all(1 in rounds(n) for n in nodes):
-        time.sleep(0.05)
-    check(all(1 in rounds(n) for n in nodes), f"round 1 never completed: {[rounds(n) for n in nodes]}")
+    for n in nodes:
+        n.wait_event("rendezvous_complete", 60, "round 1", round=1)
     host, port = ep.rsplit(":", 1)
     r = subprocess.run([DRIVER, "--host", host, "--port", port, "get",
                         "--key", f"rdzv/{run_id}/budget"], capture_output=True, text=True, timeout=30)
